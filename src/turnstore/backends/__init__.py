@@ -1,0 +1,1 @@
+"""Storage backends; each holds only SQL, connections and transactions."""

@@ -1,0 +1,163 @@
+"""The single SQLite writer: group commit of concurrent writes, one SAVEPOINT each."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from turnstore.backends.base import WriterStats
+from turnstore.backends.sqlite.connection import storage_error
+from turnstore.errors import StoreClosed, TurnstoreError
+
+T = TypeVar("T")
+Work = Callable[[sqlite3.Connection], Any]
+
+MAX_BATCH = 512
+"""Most writes one transaction carries; bounds a batch's latency and memory."""
+
+
+@dataclass(slots=True)
+class _Job:
+    work: Work
+    future: Future[Any] = field(default_factory=Future)
+
+
+class GroupCommitWriter:
+    """Owns the one write connection of a database and drains queued writes in batches.
+
+    Every write submitted while a transaction is being committed waits in the queue and joins
+    the next transaction, so N concurrent writers share one fsync. Each write runs inside its
+    own SAVEPOINT: a write that raises is rolled back alone and the others still commit. A
+    future is resolved only after COMMIT has returned, so no caller hears of a write that is
+    not durable.
+    """
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._transactions = 0
+        self._writes = 0
+        self._ready: Future[None] = Future()
+        self._thread = threading.Thread(
+            target=self._run, name="turnstore-sqlite-writer", daemon=True
+        )
+        self._thread.start()
+        self._ready.result()
+
+    def submit(self, work: Callable[[sqlite3.Connection], T]) -> Future[T]:
+        """Queue `work` for the next transaction; its future resolves after COMMIT."""
+        job = _Job(work)
+        with self._lock:
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            self._queue.put(job)
+        return job.future
+
+    def stats(self) -> WriterStats:
+        """Return how many transactions committed and how many writes they carried."""
+        return WriterStats(self._transactions, self._writes)
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the thread and close the connection."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            connection = self._connect()
+        except BaseException as error:
+            self._ready.set_exception(error)
+            return
+        self._ready.set_result(None)
+        try:
+            while (batch := self._next_batch()) is not None:
+                live = [job for job in batch if job.future.set_running_or_notify_cancel()]
+                self._commit(connection, live)
+        finally:
+            connection_close(connection)
+
+    def _next_batch(self) -> list[_Job] | None:
+        first = self._queue.get()
+        if first is None:
+            return None
+        batch = [first]
+        while len(batch) < MAX_BATCH:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:
+                # Put the stop sentinel back so the loop ends after this batch commits.
+                self._queue.put(None)
+                break
+            batch.append(job)
+        return batch
+
+    def _commit(self, connection: sqlite3.Connection, jobs: list[_Job]) -> None:
+        # Retry until a transaction carries every surviving job: a write whose error aborted
+        # the whole transaction (SQLite does that for some I/O and memory errors) fails alone,
+        # and the writes that ran before it are run again in a fresh transaction.
+        while jobs:
+            done, failed, rerun = self._run_transaction(connection, jobs)
+            for job, error in failed:
+                job.future.set_exception(error)
+            for job, value in done:
+                job.future.set_result(value)
+            jobs = rerun
+
+    def _run_transaction(
+        self, connection: sqlite3.Connection, jobs: list[_Job]
+    ) -> tuple[list[tuple[_Job, Any]], list[tuple[_Job, BaseException]], list[_Job]]:
+        done: list[tuple[_Job, Any]] = []
+        failed: list[tuple[_Job, BaseException]] = []
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            return [], [(job, storage_error(error)) for job in jobs], []
+        for position, job in enumerate(jobs):
+            connection.execute("SAVEPOINT job")
+            try:
+                value = job.work(connection)
+            except BaseException as error:
+                failed.append((job, _public(error)))
+                if not connection.in_transaction:
+                    return [], failed, [queued for queued, _ in done] + jobs[position + 1 :]
+                connection.execute("ROLLBACK TO job")
+                connection.execute("RELEASE job")
+            else:
+                connection.execute("RELEASE job")
+                done.append((job, value))
+        try:
+            connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            failure = storage_error(error)
+            return [], failed + [(job, failure) for job, _ in done], []
+        self._transactions += 1
+        self._writes += len(done)
+        return done, failed, []
+
+
+def _public(error: BaseException) -> BaseException:
+    if isinstance(error, TurnstoreError) or not isinstance(error, sqlite3.Error):
+        return error
+    return storage_error(error)
+
+
+def connection_close(connection: sqlite3.Connection) -> None:
+    """Close a connection, ignoring errors of one that is already broken."""
+    with contextlib.suppress(sqlite3.Error):
+        connection.close()

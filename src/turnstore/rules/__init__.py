@@ -1,0 +1,1 @@
+"""Pure rules of the contracts: validation, event journal rules, the context-append rule."""

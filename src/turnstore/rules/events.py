@@ -1,0 +1,233 @@
+"""Event-journal rules: indexing, transient events, compaction, stream metrics, turn pages."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+
+from turnstore.errors import InvalidInput
+from turnstore.records.base import I64_MAX, U64_MAX
+from turnstore.records.checkpoint import (
+    TURN_PAGE_BATCH_SIZE,
+    EventPage,
+    EventPageRequest,
+    JournalEvent,
+    StreamMetrics,
+    TimestampedEvent,
+)
+from turnstore.records.protocol import (
+    AgentMessageContentDeltaEvent,
+    AgentReasoningContentDeltaEvent,
+    EventMsg,
+    FrontendEventMsg,
+    FrontendNotice,
+    ModelStepCompleted,
+    ModelStepCompletedEvent,
+    ModelStepContentPhase,
+    SessionHistoryEvent,
+    SessionResumeRequestedEvent,
+    TurnAbortedEvent,
+    TurnCompleteEvent,
+    TurnStartedEvent,
+)
+from turnstore.rules.validation import revalidated
+
+STREAM_DELTA_KINDS = ("agent_message_content_delta", "agent_reasoning_content_delta")
+"""Event kinds that a completed model step makes redundant."""
+STREAM_PHASES: tuple[ModelStepContentPhase, ...] = ("reasoning", "commentary", "final_answer")
+
+
+@dataclass(frozen=True, slots=True)
+class EventIndex:
+    """The columns an event is indexed by in the journal."""
+
+    kind: str
+    model_step_id: str | None = None
+    stream_phase: ModelStepContentPhase | None = None
+    delta_bytes: int | None = None
+
+
+def event_index(msg: EventMsg) -> EventIndex:
+    """Return the journal index of an event: its kind, model step and stream phase."""
+    kind: str = msg.__struct_config__.tag  # type: ignore[assignment]
+    if isinstance(msg, AgentMessageContentDeltaEvent):
+        return EventIndex(kind, msg.model_step_id, msg.phase, len(msg.delta.encode()))
+    if isinstance(msg, AgentReasoningContentDeltaEvent):
+        return EventIndex(kind, msg.model_step_id, "reasoning", len(msg.delta.encode()))
+    model_step_id = getattr(msg, "model_step_id", None)
+    return EventIndex(kind, model_step_id if isinstance(model_step_id, str) else None)
+
+
+def is_transient(msg: EventMsg) -> bool:
+    """Whether an event is delivered but never kept: history replays, resumes, frontend UI."""
+    if isinstance(msg, SessionHistoryEvent | SessionResumeRequestedEvent):
+        return True
+    return isinstance(msg, FrontendEventMsg) and not isinstance(msg.event, FrontendNotice)
+
+
+def completes_model_step(msg: EventMsg) -> bool:
+    """Whether an event carries the authoritative output of a model step."""
+    return isinstance(msg, ModelStepCompletedEvent) and isinstance(msg.outcome, ModelStepCompleted)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedEvent:
+    """An event validated and encoded before any I/O, with the journal work it implies."""
+
+    recorded_at_ms: int
+    event_json: bytes
+    index: EventIndex
+    transient: bool
+    compacts_step_deltas: bool
+    supersedes_token_count: bool
+    source: TimestampedEvent
+
+    def journal_event(self, sequence: int, metrics: list[StreamMetrics]) -> JournalEvent:
+        """Return the journal record this event became at `sequence`."""
+        return JournalEvent(
+            sequence=sequence,
+            recorded_at_ms=self.recorded_at_ms,
+            event=self.source.event,
+            stream_metrics=metrics,
+        )
+
+
+def prepare_event(event: TimestampedEvent) -> PreparedEvent:
+    """Validate one timestamped event and decide what appending it does."""
+    if isinstance(event.recorded_at_ms, int) and event.recorded_at_ms < 0:
+        raise InvalidInput("event journal timestamp cannot be negative")
+    checked, _ = revalidated(event)
+    msg = checked.event.msg
+    index = event_index(msg)
+    return PreparedEvent(
+        recorded_at_ms=checked.recorded_at_ms,
+        event_json=checked.event.to_json(),
+        index=index,
+        transient=is_transient(msg),
+        compacts_step_deltas=completes_model_step(msg),
+        supersedes_token_count=index.kind == "token_count",
+        source=checked,
+    )
+
+
+class StreamMetricAccumulator:
+    """Accumulates one phase's delta timings; wall-clock regressions count as no gap."""
+
+    def __init__(self) -> None:
+        self.first_delta_at_ms: int | None = None
+        self.last_delta_at_ms: int | None = None
+        self.chunk_count = 0
+        self.utf8_bytes = 0
+        self.longest_gap_ms = 0
+
+    def observe(self, recorded_at_ms: int, delta_bytes: int) -> None:
+        """Count one delta received at `recorded_at_ms` carrying `delta_bytes` bytes."""
+        if delta_bytes < 0:
+            raise InvalidInput("stream delta has a negative length")
+        previous = self.last_delta_at_ms
+        if previous is None:
+            self.first_delta_at_ms = recorded_at_ms
+            self.last_delta_at_ms = recorded_at_ms
+        else:
+            recorded_at_ms = max(recorded_at_ms, previous)
+            self.longest_gap_ms = max(self.longest_gap_ms, recorded_at_ms - previous)
+            self.last_delta_at_ms = recorded_at_ms
+        if self.chunk_count + 1 > U64_MAX:
+            raise InvalidInput("stream chunk count overflow")
+        if self.utf8_bytes + delta_bytes > U64_MAX:
+            raise InvalidInput("stream byte count overflow")
+        self.chunk_count += 1
+        self.utf8_bytes += delta_bytes
+
+    def finish(self, phase: ModelStepContentPhase) -> StreamMetrics | None:
+        """Return the metrics of this phase, or None if it saw no delta."""
+        if self.first_delta_at_ms is None or self.last_delta_at_ms is None:
+            return None
+        return StreamMetrics(
+            phase=phase,
+            first_delta_at_ms=self.first_delta_at_ms,
+            last_delta_at_ms=self.last_delta_at_ms,
+            chunk_count=self.chunk_count,
+            utf8_bytes=self.utf8_bytes,
+            longest_gap_ms=self.longest_gap_ms,
+        )
+
+
+def stream_metrics(rows: Iterable[tuple[str, int, int]]) -> list[StreamMetrics]:
+    """Compute per-phase metrics from (phase, recorded_at_ms, delta_bytes) rows, in order."""
+    accumulators = {phase: StreamMetricAccumulator() for phase in STREAM_PHASES}
+    for phase, recorded_at_ms, delta_bytes in rows:
+        accumulator = accumulators.get(phase)  # type: ignore[call-overload]
+        if accumulator is None:
+            raise InvalidInput("event journal contains an unknown stream phase")
+        accumulator.observe(recorded_at_ms, delta_bytes)
+    finished = (accumulators[phase].finish(phase) for phase in STREAM_PHASES)
+    return [metrics for metrics in finished if metrics is not None]
+
+
+def next_event_sequence(latest: int) -> int:
+    """Return the sequence after `latest`, refusing to leave the storage integer range."""
+    if latest + 1 > I64_MAX:
+        raise InvalidInput("event journal sequence overflow")
+    return latest + 1
+
+
+TurnPageSteps = Generator[EventPageRequest, EventPage, EventPage]
+"""A turn-page walk: yields page requests, receives pages, returns the turn's page."""
+
+
+def event_turn_page_steps(before_sequence: int | None) -> TurnPageSteps:
+    """Walk newest-first pages of 100 until the newest turn before the cursor is whole.
+
+    The result holds the events from that turn's `task_started` up to its terminal event (or
+    the newest event), newest first; `next_before_sequence` is set only if an earlier turn
+    exists.
+    """
+    cursor = before_sequence
+    latest_sequence = 0
+    events: list[JournalEvent] = []
+    found_start = False
+    has_earlier_turn = False
+    while True:
+        page = yield EventPageRequest(before_sequence=cursor, limit=TURN_PAGE_BATCH_SIZE)
+        if not events:
+            latest_sequence = page.latest_sequence
+        for event in page.events:
+            started = isinstance(event.event.msg, TurnStartedEvent)
+            if found_start:
+                if started:
+                    has_earlier_turn = True
+                    break
+            else:
+                found_start = started
+                events.append(event)
+        if has_earlier_turn or page.next_before_sequence is None:
+            break
+        cursor = page.next_before_sequence
+    return _turn_slice(events, latest_sequence, has_earlier_turn)
+
+
+def _turn_slice(events: list[JournalEvent], latest: int, has_earlier_turn: bool) -> EventPage:
+    start = next(
+        (i for i, event in enumerate(events) if isinstance(event.event.msg, TurnStartedEvent)),
+        None,
+    )
+    if start is None:
+        return EventPage(latest_sequence=latest, events=[], next_before_sequence=None)
+    started = events[start].event.msg
+    assert isinstance(started, TurnStartedEvent)
+    turn_id = started.turn_id
+    page_start = next(
+        (
+            i
+            for i, event in enumerate(events[:start])
+            if isinstance(event.event.msg, TurnCompleteEvent | TurnAbortedEvent)
+            and event.event.msg.turn_id == turn_id
+        ),
+        0,
+    )
+    return EventPage(
+        latest_sequence=latest,
+        events=events[page_start : start + 1],
+        next_before_sequence=events[start].sequence if has_earlier_turn else None,
+    )
