@@ -1,0 +1,66 @@
+"""The async store and its blocking twin expose the same operations with the same signatures."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import turnstore
+from turnstore import BlockingStore, Store
+
+
+def _operations(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_") and name != "close"
+    }
+
+
+def test_both_faces_offer_the_same_operations() -> None:
+    """Every public operation exists on both faces with identical parameters."""
+    async_ops = _operations(Store)
+    blocking_ops = _operations(BlockingStore)
+    assert async_ops.keys() == blocking_ops.keys()
+    for name, signature in async_ops.items():
+        assert signature.parameters == blocking_ops[name].parameters, name
+
+
+def test_async_operations_are_coroutines_and_blocking_ones_are_not() -> None:
+    """The async face awaits every store call; the blocking face returns values directly."""
+    for name in _operations(Store):
+        if name == "writer_stats":
+            continue
+        assert inspect.iscoroutinefunction(getattr(Store, name)), name
+        assert not inspect.iscoroutinefunction(getattr(BlockingStore, name)), name
+
+
+def test_every_public_name_is_documented() -> None:
+    """Each public name of the package has a docstring."""
+    for name in turnstore.__all__:
+        value = getattr(turnstore, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert (value.__doc__ or "").strip(), name
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://localhost/db", "mysql://x", "sqlite://", "sqlite:///:memory:", ""],
+)
+def test_unusable_urls_are_refused_with_a_config_error(url: str) -> None:
+    """open() refuses URLs it cannot serve with a typed, explained error."""
+    with pytest.raises(turnstore.ConfigError):
+        turnstore.open_blocking(url)
+
+
+async def test_a_closed_store_refuses_calls(tmp_path) -> None:
+    """Calls on a closed store raise StoreClosed instead of touching the database."""
+    store = turnstore.open(tmp_path / "closed.sqlite3")
+    await store.close()
+    with pytest.raises(turnstore.StoreClosed):
+        await store.load("session")
+    blocking = turnstore.open_blocking(tmp_path / "closed.sqlite3")
+    blocking.close()
+    with pytest.raises(turnstore.StoreClosed):
+        blocking.load("session")
