@@ -1,0 +1,155 @@
+"""Random operation sequences agree with a plain in-memory model of the checkpoint contract."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+import turnstore
+from turnstore import (
+    Checkpoint,
+    Event,
+    EventPageRequest,
+    SessionPageRequest,
+    SessionResumeRequestedEvent,
+    TranscriptPageRequest,
+    WarningEvent,
+)
+
+IDS = st.sampled_from(["a", "b", "c", "d"])
+
+
+@dataclass
+class ModelSession:
+    checkpoint: Checkpoint
+    parent: str | None
+    events: list[int] = field(default_factory=list)
+    latest_event: int = 0
+    transcript: list[int] = field(default_factory=list)
+
+
+class CheckpointStoreModel(RuleBasedStateMachine):
+    """Drives a blocking SQLite store and a dict-based model with the same operations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.TemporaryDirectory()
+        self.store = turnstore.open_blocking(Path(self.folder.name) / "model.sqlite3")
+        self.model: dict[str, ModelSession] = {}
+        self.item = 0
+
+    def teardown(self) -> None:
+        self.store.close()
+        self.folder.cleanup()
+
+    def _items(self, count: int) -> list[dict[str, Any]]:
+        self.item += count
+        return [{"n": self.item - i} for i in range(count)]
+
+    @rule(session=IDS, step=st.integers(-1, 2), grow=st.integers(0, 3), rewrite=st.booleans())
+    def save(self, session: str, step: int, grow: int, rewrite: bool) -> None:
+        known = self.model.get(session)
+        checkpoint = copy.deepcopy(known.checkpoint) if known else Checkpoint.empty(session)
+        checkpoint.sequence = max(0, checkpoint.sequence + step)
+        if rewrite:
+            checkpoint.context_epoch += 1
+            checkpoint.context = self._items(1)
+        delta = self._items(grow)
+        checkpoint.context.extend(delta)
+        if known is not None and checkpoint.sequence <= known.checkpoint.sequence:
+            with pytest.raises(turnstore.SequenceConflict):
+                self.store.save(checkpoint, delta)
+            return
+        self.store.save(checkpoint, delta)
+        if known is None:
+            known = self.model[session] = ModelSession(checkpoint, None)
+        known.checkpoint = checkpoint
+        if delta:
+            known.transcript.append(checkpoint.sequence)
+
+    @rule(session=IDS, transient=st.booleans())
+    def append_event(self, session: str, transient: bool) -> None:
+        msg: Any = (
+            SessionResumeRequestedEvent(session_id=session)
+            if transient
+            else WarningEvent(message="w")
+        )
+        event = Event(msg=msg)
+        known = self.model.get(session)
+        if known is None:
+            with pytest.raises(turnstore.SessionNotFound):
+                self.store.append_event(session, 1, event)
+            return
+        stored = self.store.append_event(session, 1, event)
+        known.latest_event += 1
+        assert stored.sequence == known.latest_event
+        if not transient:
+            known.events.append(stored.sequence)
+
+    @rule(parent=IDS, child=IDS, back=st.integers(-1, 2))
+    def fork(self, parent: str, child: str, back: int) -> None:
+        known = self.model.get(parent)
+        at = max(0, (known.checkpoint.sequence if known else 0) - back)
+        start = Checkpoint.empty(child)
+        start.context = self._items(1)
+        if parent == child:
+            expected: type[Exception] | None = turnstore.InvalidInput
+        elif known is None:
+            expected = turnstore.SessionNotFound
+        elif at > known.checkpoint.sequence:
+            expected = turnstore.InvalidInput
+        elif child in self.model:
+            expected = turnstore.SessionExists
+        else:
+            expected = None
+        if expected is not None:
+            with pytest.raises(expected):
+                self.store.fork(parent, at, start)
+            return
+        summary = self.store.fork(parent, at, start)
+        assert (summary.parent_session_id, summary.parent_sequence) == (parent, at)
+        self.model[child] = ModelSession(start, parent, transcript=[0])
+
+    @rule(ids=st.lists(IDS, min_size=1, max_size=3))
+    def delete(self, ids: list[str]) -> None:
+        present = all(session in self.model for session in ids)
+        assert self.store.delete_sessions(ids) is present
+        if not present:
+            return
+        doomed = set(ids)
+        while True:
+            children = {s for s, m in self.model.items() if m.parent in doomed} - doomed
+            if not children:
+                break
+            doomed |= children
+        for session in doomed:
+            del self.model[session]
+
+    @invariant()
+    def store_matches_model(self) -> None:
+        page = self.store.list_sessions_page(SessionPageRequest(limit=10))
+        assert {s.session_id for s in page.sessions} == set(self.model)
+        for session, known in self.model.items():
+            assert self.store.load(session) == known.checkpoint
+            events = self.store.event_page(session, EventPageRequest(limit=1000))
+            assert events.latest_sequence == known.latest_event
+            assert [e.sequence for e in events.into_chronological()] == known.events
+            transcript = self.store.transcript_page(session, TranscriptPageRequest(max_batches=1000))
+            assert [b.sequence for b in reversed(transcript.batches)] == known.transcript
+
+
+CheckpointStoreModel.TestCase.settings = settings(
+    max_examples=150,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_store_agrees_with_the_model = CheckpointStoreModel.TestCase
