@@ -50,15 +50,31 @@ def revalidated(record: R) -> tuple[R, bytes]:
     return decode_json(data, type(record)), data
 
 
+# Unicode White_Space, which Rust's `str::trim` strips; Python's `str.strip()` also strips the
+# information separators U+001C..U+001F, which the seeds do not count as blank.
+_WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
 def _blank(value: str) -> bool:
-    return not value.strip()
+    return not value.strip(_WHITE_SPACE)
+
+
+def _too_long(value: str, limit: int) -> bool:
+    # A Python string may hold lone surrogates, which no UTF-8 text (and no Rust string) can.
+    try:
+        return len(value.encode()) > limit
+    except UnicodeEncodeError:
+        return True
 
 
 def validate_session_id(session_id: object) -> str:
     """Return `session_id` if it is a usable session id, else raise `InvalidInput`."""
     if not isinstance(session_id, str) or _blank(session_id):
         raise InvalidInput("session ID cannot be empty")
-    if len(session_id.encode()) > MAX_SESSION_ID_BYTES:
+    if _too_long(session_id, MAX_SESSION_ID_BYTES):
         raise InvalidInput("session ID is too long")
     return session_id
 
@@ -69,7 +85,7 @@ def validate_message_content(
     """Raise `ConfigError` when a message is empty, too large or has bad attachments."""
     if author.role not in ("user", "agent", "system"):
         raise ConfigError("message author is invalid")
-    if len(message.encode()) > MAX_MESSAGE_BYTES:
+    if _too_long(message, MAX_MESSAGE_BYTES):
         raise ConfigError("message exceeds the size limit")
     if _blank(message) and not attachments:
         raise ConfigError("message is empty")
@@ -81,13 +97,13 @@ def validate_message_content(
 
 def validate_queued_message(message: QueuedMessage) -> None:
     """Raise `ConfigError` when a queued message breaks a limit (the seed's checks, in order)."""
-    if _blank(message.owner) or len(message.owner.encode()) > MAX_QUEUED_OWNER_BYTES:
+    if _blank(message.owner) or _too_long(message.owner, MAX_QUEUED_OWNER_BYTES):
         raise ConfigError("queued message owner is invalid")
-    if _blank(message.id) or len(message.id.encode()) > MAX_QUEUED_ID_BYTES:
+    if _blank(message.id) or _too_long(message.id, MAX_QUEUED_ID_BYTES):
         raise ConfigError("queued message ID is invalid")
     boundary = message.boundary
     if isinstance(boundary, SteerBoundary) and (
-        _blank(boundary.turn_id) or len(boundary.turn_id.encode()) > MAX_QUEUED_TURN_ID_BYTES
+        _blank(boundary.turn_id) or _too_long(boundary.turn_id, MAX_QUEUED_TURN_ID_BYTES)
     ):
         raise ConfigError("queued message turn ID is invalid")
     validate_message_content(message.author, message.message, message.attachments)
