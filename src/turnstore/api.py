@@ -36,7 +36,7 @@ READ_THREADS = 8
 """Threads the async face uses for blocking reads."""
 
 
-def open_backend(url: str | os.PathLike[str]) -> Backend:
+def open_backend(url: str | os.PathLike[str], *, read_only: bool = False) -> Backend:
     """Open the backend a URL names: `sqlite:///relative.db`, `sqlite:////abs.db` or a path."""
     if isinstance(url, os.PathLike):
         url = os.fspath(url)
@@ -44,14 +44,14 @@ def open_backend(url: str | os.PathLike[str]) -> Backend:
         raise ConfigError("store URL must be a non-empty string or path")
     scheme, separator, rest = url.partition("://")
     if not separator:
-        return _sqlite(Path(url))
+        return _sqlite(Path(url), read_only)
     if scheme == "sqlite":
         # As SQLAlchemy: three slashes start a relative path, four an absolute one.
         path = rest[1:] if rest.startswith("/") else rest
         path = path.split("?", 1)[0]
         if not path or path == ":memory:":
             raise ConfigError("a sqlite URL needs a database file path (in-memory is unsupported)")
-        return _sqlite(Path(path))
+        return _sqlite(Path(path), read_only)
     if scheme in ("postgresql", "postgres"):
         raise ConfigError(
             "the PostgreSQL backend is not available in this build yet; use a sqlite URL"
@@ -59,10 +59,10 @@ def open_backend(url: str | os.PathLike[str]) -> Backend:
     raise ConfigError(f"unsupported store URL scheme {scheme!r}; expected sqlite")
 
 
-def _sqlite(path: Path) -> Backend:
+def _sqlite(path: Path, read_only: bool) -> Backend:
     from turnstore.backends.sqlite.backend import SqliteBackend
 
-    return SqliteBackend(path)
+    return SqliteBackend(path, read_only=read_only)
 
 
 def _drive(steps: Steps[T]) -> T:
@@ -189,7 +189,7 @@ class Store(_Face):
         return await self._run(self._core.fork(parent_session_id, parent_sequence, checkpoint))
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> bool:
-        """Delete session trees and their state atomically; False, deleting nothing, if any is absent."""
+        """Delete session trees and their state atomically; False if any id is absent."""
         return await self._run(self._core.delete_sessions(session_ids))
 
     async def load_state(self, scope: str, key: str) -> Any:
@@ -291,7 +291,7 @@ class BlockingStore(_Face):
         return self._run(self._core.fork(parent_session_id, parent_sequence, checkpoint))
 
     def delete_sessions(self, session_ids: Sequence[str]) -> bool:
-        """Delete session trees and their state atomically; False, deleting nothing, if any is absent."""
+        """Delete session trees and their state atomically; False if any id is absent."""
         return self._run(self._core.delete_sessions(session_ids))
 
     def load_state(self, scope: str, key: str) -> Any:
@@ -321,11 +321,11 @@ class BlockingStore(_Face):
         self.close()
 
 
-def open(url: str | os.PathLike[str]) -> Store:
+def open(url: str | os.PathLike[str], *, read_only: bool = False) -> Store:
     """Open the async store at `url` (`sqlite:///relative.db`, `sqlite:////abs.db` or a path)."""
-    return Store(open_backend(url))
+    return Store(open_backend(url, read_only=read_only))
 
 
-def open_blocking(url: str | os.PathLike[str]) -> BlockingStore:
-    """Open the blocking store at `url`; the same database as `open` would use."""
-    return BlockingStore(open_backend(url))
+def open_blocking(url: str | os.PathLike[str], *, read_only: bool = False) -> BlockingStore:
+    """Open the blocking store at `url`; `read_only` never creates, migrates or writes."""
+    return BlockingStore(open_backend(url, read_only=read_only))

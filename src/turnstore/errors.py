@@ -9,6 +9,7 @@ __all__ = [
     "CorruptRecord",
     "InvalidInput",
     "NotFound",
+    "ReadOnlyStore",
     "RecordDecodeError",
     "SchemaError",
     "SequenceConflict",
@@ -108,6 +109,12 @@ class StorageError(TurnstoreError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class ReadOnlyStore(TurnstoreError):
+    """A write was attempted on a store opened read-only."""
+
+    __module__ = "turnstore"
 
 
 class StoreClosed(TurnstoreError):

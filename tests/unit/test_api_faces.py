@@ -64,3 +64,29 @@ async def test_a_closed_store_refuses_calls(tmp_path) -> None:
     blocking.close()
     with pytest.raises(turnstore.StoreClosed):
         blocking.load("session")
+
+
+def test_an_unusable_path_raises_a_storage_error(tmp_path) -> None:
+    """A database path whose folder cannot be created fails with StorageError, not OSError."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(turnstore.StorageError, match="cannot create the database file"):
+        turnstore.open_blocking(blocker / "store.sqlite3")
+
+
+def test_a_read_only_store_reads_and_refuses_writes(tmp_path) -> None:
+    """read_only opens without creating or writing; every write raises ReadOnlyStore."""
+    path = tmp_path / "ro.sqlite3"
+    with pytest.raises(turnstore.StorageError, match="no database file"):
+        turnstore.open_blocking(path, read_only=True)
+    assert not path.exists()
+    with turnstore.open_blocking(path) as writer:
+        writer.save(turnstore.Checkpoint.empty("session"))
+    with turnstore.open_blocking(path, read_only=True) as reader:
+        assert reader.load("session") == turnstore.Checkpoint.empty("session")
+        with pytest.raises(turnstore.ReadOnlyStore):
+            reader.save(turnstore.Checkpoint(session_id="session", sequence=1))
+        with pytest.raises(turnstore.ReadOnlyStore):
+            reader.save_state("scope", "key", 1)
+    with turnstore.open_blocking(path) as writer:
+        assert writer.load("session") == turnstore.Checkpoint.empty("session")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeVar
 
 from turnstore.backends.base import (
     EventRows,
@@ -17,15 +19,24 @@ from turnstore.backends.base import (
 from turnstore.backends.sqlite.connection import (
     BUSY_TIMEOUT_S,
     ReaderPool,
+    check_database,
     connect,
     open_database,
 )
 from turnstore.backends.sqlite.writer import GroupCommitWriter
-from turnstore.errors import InvalidInput, SequenceConflict, SessionExists, SessionNotFound
+from turnstore.errors import (
+    InvalidInput,
+    ReadOnlyStore,
+    SequenceConflict,
+    SessionExists,
+    SessionNotFound,
+)
 from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import JournalEvent
 from turnstore.rules.context import StoredContext, plan_context_write
 from turnstore.rules.events import PreparedEvent, next_event_sequence, stream_metrics
+
+T = TypeVar("T")
 
 _SESSION_COLUMNS = """session_id, parent_session_id, parent_sequence, latest_sequence,
     catalog_visible, first_user_message, session_context_json, execution_stats_json,
@@ -46,13 +57,28 @@ def _session_row(row: tuple[object, ...]) -> SessionRow:
 
 
 class SqliteBackend:
-    """One SQLite database file: a group-commit writer thread and a pool of readers."""
+    """One SQLite database file: a group-commit writer thread and a pool of readers.
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    Read-only, the file is neither created nor migrated, connections are opened `mode=ro`
+    with `query_only`, no writer thread runs, and every write raises `ReadOnlyStore`.
+    """
+
+    def __init__(
+        self, path: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S, read_only: bool = False
+    ) -> None:
         self.path = path
-        open_database(path, busy_timeout_s)
-        self._readers = ReaderPool(path, busy_timeout_s)
-        self._writer = GroupCommitWriter(lambda: connect(path, busy_timeout_s))
+        self._readers = ReaderPool(path, busy_timeout_s, read_only=read_only)
+        self._writer: GroupCommitWriter | None = None
+        if read_only:
+            check_database(path, busy_timeout_s)
+        else:
+            open_database(path, busy_timeout_s)
+            self._writer = GroupCommitWriter(lambda: connect(path, busy_timeout_s))
+
+    def _submit(self, work: Callable[[sqlite3.Connection], T]) -> Future[T]:
+        if self._writer is None:
+            raise ReadOnlyStore("the store was opened read-only")
+        return self._writer.submit(work)
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -164,31 +190,32 @@ class SqliteBackend:
 
     def save(self, save: PreparedSave) -> Future[list[JournalEvent]]:
         """Commit a checkpoint, its transcript delta, execution record and events."""
-        return self._writer.submit(lambda db: _save(db, save))
+        return self._submit(lambda db: _save(db, save))
 
     def append_event(self, session_id: str, event: PreparedEvent) -> Future[JournalEvent]:
         """Commit one event."""
-        return self._writer.submit(lambda db: _append_event(db, session_id, event))
+        return self._submit(lambda db: _append_event(db, session_id, event))
 
     def fork(self, fork: PreparedFork) -> Future[SessionRow]:
         """Commit a child session branched from a parent at an exact sequence."""
-        return self._writer.submit(lambda db: _fork(db, fork))
+        return self._submit(lambda db: _fork(db, fork))
 
     def delete_sessions(self, session_ids: list[str]) -> Future[bool]:
         """Delete session trees atomically; False, deleting nothing, if any id is absent."""
-        return self._writer.submit(lambda db: _delete_sessions(db, session_ids))
+        return self._submit(lambda db: _delete_sessions(db, session_ids))
 
     def save_state(self, scope: str, key: str, value_json: str) -> Future[None]:
         """Replace one middleware state value."""
-        return self._writer.submit(lambda db: _save_state(db, scope, key, value_json))
+        return self._submit(lambda db: _save_state(db, scope, key, value_json))
 
     def writer_stats(self) -> WriterStats:
         """Return write-path counters."""
-        return self._writer.stats()
+        return WriterStats(0, 0) if self._writer is None else self._writer.stats()
 
     def close(self) -> None:
         """Commit queued writes, then close every connection."""
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
         self._readers.close()
 
 

@@ -26,19 +26,26 @@ def storage_error(error: sqlite3.Error) -> StorageError:
 
 def prepare_path(path: Path) -> None:
     """Create the parent folder and the database file, readable by its owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(descriptor)
-    os.chmod(path, 0o600)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(descriptor)
+        os.chmod(path, 0o600)
+    except OSError as error:
+        raise StorageError(
+            f"cannot create the database file {path}: {error.strerror or error}"
+        ) from None
 
 
-def connect(path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+def connect(
+    path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S, *, read_only: bool = False
+) -> sqlite3.Connection:
     """Open a configured connection to an existing database file."""
     try:
         # isolation_level=None: the store issues BEGIN/COMMIT itself, so transaction
         # boundaries are exactly the ones written in the backend.
         connection = sqlite3.connect(
-            f"file:{path}?mode=rw",
+            f"file:{path}?mode={'ro' if read_only else 'rw'}",
             uri=True,
             timeout=busy_timeout_s,
             isolation_level=None,
@@ -48,6 +55,8 @@ def connect(path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Conne
         # acknowledged commit survives power loss, not only a process crash.
         connection.execute("PRAGMA foreign_keys = ON")
         connection.execute("PRAGMA synchronous = FULL")
+        if read_only:
+            connection.execute("PRAGMA query_only = ON")
     except sqlite3.Error as error:
         raise storage_error(error) from None
     return connection
@@ -63,6 +72,24 @@ def open_database(path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         raise storage_error(error) from None
     finally:
         connection.close()
+
+
+def check_database(path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    """Check, without writing, that `path` is a database at this build's schema version."""
+    if not path.is_file():
+        raise StorageError(f"no database file at {path}")
+    connection = connect(path, busy_timeout_s, read_only=True)
+    try:
+        version = _checked_version(connection)
+    except sqlite3.Error as error:
+        raise storage_error(error) from None
+    finally:
+        connection.close()
+    if version != SCHEMA_VERSION:
+        raise SchemaError(
+            f"SQLite schema version {version} needs migrating to {SCHEMA_VERSION}; "
+            "open the store once for writing to migrate it"
+        )
 
 
 def _migrate(connection: sqlite3.Connection) -> None:
@@ -118,9 +145,10 @@ def _statements(script: str) -> list[str]:
 class ReaderPool:
     """Idle read connections, reused across threads; WAL readers never wait for the writer."""
 
-    def __init__(self, path: Path, busy_timeout_s: float) -> None:
+    def __init__(self, path: Path, busy_timeout_s: float, *, read_only: bool = False) -> None:
         self._path = path
         self._busy_timeout_s = busy_timeout_s
+        self._read_only = read_only
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -148,7 +176,7 @@ class ReaderPool:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        return connect(self._path, self._busy_timeout_s)
+        return connect(self._path, self._busy_timeout_s, read_only=self._read_only)
 
     def _give_back(self, connection: sqlite3.Connection) -> None:
         with self._lock:

@@ -1,0 +1,283 @@
+"""Rich rendering of catalogs, sessions, events and journals, readable in 80 plain columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from rich import box
+from rich.console import Console
+from rich.table import Column, Table
+from rich.text import Text
+
+from turnstore import (
+    ExecutionRecord,
+    ExecutionStats,
+    JournalEvent,
+    ModelStepCompletedEvent,
+    SessionSummary,
+    StreamMetrics,
+    TurnStartedEvent,
+)
+from turnstore.cli.describe import event_detail, event_kind, item_label, item_text
+from turnstore.cli.views import PositionedItem, SessionView, StoreView
+
+
+def make_console() -> Console:
+    """A console for command output; off a terminal, rich drops colour and uses 80 columns."""
+    # Stored text may contain `[tags]` or `:names:`; cells are Text, and emoji stay literal.
+    return Console(highlight=False, emoji=False)
+
+
+def json_text(value: Any) -> str:
+    """Indented JSON of records and plain values, with the seeds' wire names."""
+    return msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
+
+
+def _table(*columns: str | Column) -> Table:
+    return Table(*columns, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+
+
+def _right(header: str) -> Column:
+    return Column(header, justify="right")
+
+
+def _name(header: str) -> Column:
+    return Column(header, no_wrap=True)
+
+
+def _key_values(rows: Sequence[tuple[str, str]]) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for key, value in rows:
+        grid.add_row(key, Text(value))
+    return grid
+
+
+def heading(console: Console, title: str) -> None:
+    """Print a section heading."""
+    console.print()
+    console.rule(Text(title, style="bold"), align="left")
+
+
+def utc_seconds(seconds: int) -> str:
+    """A catalog timestamp (Unix seconds) as UTC date and time."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def utc_clock(milliseconds: int) -> str:
+    """A journal timestamp (Unix milliseconds) as a UTC time of day."""
+    return datetime.fromtimestamp(milliseconds / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _parent(summary: SessionSummary) -> str:
+    if summary.parent_session_id is None:
+        return ""
+    return f"{summary.parent_session_id}@{summary.parent_sequence}"
+
+
+def render_catalog(console: Console, sessions: Sequence[SessionSummary]) -> None:
+    """Print catalog entries, newest first, one row each."""
+    if not sessions:
+        console.print("No sessions.")
+        return
+    table = _table(
+        _name("session"),
+        _name("forked from"),
+        _right("seq"),
+        _right("turns"),
+        _name("owner"),
+        "first message",
+    )
+    for summary in sessions:
+        table.add_row(
+            Text(summary.session_id),
+            Text(_parent(summary)),
+            str(summary.sequence),
+            str(summary.execution_stats.run_count),
+            Text(summary.session_context.owner_id or ""),
+            # One line per session: the message is cut, never wrapped.
+            Text(summary.first_user_message or "", no_wrap=True, overflow="ellipsis"),
+        )
+    console.print(table)
+
+
+def render_summary(console: Console, summary: SessionSummary) -> None:
+    """Print one session's catalog entry and execution stats as a key/value list."""
+    context = summary.session_context
+    rows = [
+        ("session", summary.session_id),
+        ("forked from", _parent(summary) or "-"),
+        ("sequence", str(summary.sequence)),
+        ("owner", context.owner_id or "-"),
+        ("workspace", context.workspace_label or context.workspace_id or "-"),
+        ("origin", context.origin_label or "-"),
+        ("in catalog", "yes" if summary.catalog_visible else "no (hidden)"),
+        ("first message", summary.first_user_message or "-"),
+        ("created", utc_seconds(summary.created_at)),
+        ("updated", utc_seconds(summary.updated_at)),
+    ]
+    console.print(_key_values(rows + stats_rows(summary.execution_stats)))
+
+
+def stats_rows(stats: ExecutionStats) -> list[tuple[str, str]]:
+    """A session's aggregate execution stats as (name, value) pairs."""
+    usage = stats.usage
+    return [
+        (
+            "turns",
+            f"{stats.run_count} ({stats.failed_run_count} failed, "
+            f"{stats.aborted_run_count} aborted)",
+        ),
+        ("model calls", str(stats.model_calls)),
+        ("tool calls", f"{stats.tool_calls} ({stats.failed_tool_calls} failed)"),
+        ("elapsed", f"{stats.elapsed_ms} ms"),
+        (
+            "tokens",
+            f"{usage.total_tokens} total: {usage.input_tokens} in"
+            f" ({usage.cached_input_tokens} cached), {usage.output_tokens} out"
+            f" ({usage.reasoning_output_tokens} reasoning)",
+        ),
+    ]
+
+
+def render_stats(console: Console, stats: ExecutionStats) -> None:
+    """Print a session's aggregate execution stats."""
+    console.print(_key_values(stats_rows(stats)))
+
+
+def render_events(console: Console, events: Sequence[JournalEvent]) -> None:
+    """Print journal events in replay order, then the stream metrics they carry."""
+    if not events:
+        console.print("No events.")
+        return
+    first = events[0].recorded_at_ms
+    table = _table(_right("seq"), _right("+ms"), _name("kind"), "detail")
+    for event in events:
+        msg = event.event.msg
+        table.add_row(
+            str(event.sequence),
+            str(event.recorded_at_ms - first),
+            event_kind(msg),
+            Text(event_detail(msg)),
+        )
+    console.print(table)
+    if events[-1].sequence - events[0].sequence + 1 > len(events):
+        console.print(
+            "Missing seq numbers were compacted: the deltas of completed model steps"
+            " and superseded token counts."
+        )
+    render_stream_metrics(console, events)
+
+
+def _metrics_row(event: JournalEvent, metrics: StreamMetrics) -> tuple[str, ...]:
+    msg = event.event.msg
+    started = msg.started_at_ms if isinstance(msg, ModelStepCompletedEvent) else None
+    step = msg.model_step_id if isinstance(msg, ModelStepCompletedEvent) else str(event.sequence)
+    origin = metrics.first_delta_at_ms if started is None else started
+    return (
+        step,
+        metrics.phase,
+        str(metrics.chunk_count),
+        str(metrics.utf8_bytes),
+        f"+{metrics.first_delta_at_ms - origin}ms",
+        f"+{metrics.last_delta_at_ms - origin}ms",
+        f"{metrics.longest_gap_ms}ms",
+    )
+
+
+def render_stream_metrics(console: Console, events: Sequence[JournalEvent]) -> None:
+    """Print the stream metrics of completed model steps (delta times after step start)."""
+    rows = [_metrics_row(event, metrics) for event in events for metrics in event.stream_metrics]
+    if not rows:
+        return
+    headers = ("chunks", "bytes", "first", "last", "max gap")
+    table = _table(_name("model step"), _name("phase"), *map(_right, headers))
+    for row in rows:
+        table.add_row(*row)
+    console.print()
+    console.print("Stream metrics (first/last delta: time after the model step started):")
+    console.print(table)
+
+
+def render_transcript(console: Console, items: Sequence[PositionedItem]) -> None:
+    """Print transcript items oldest first, each at its durable position (sequence.item)."""
+    if not items:
+        console.print("No transcript.")
+        return
+    table = _table(_right("at"), _name("who"), "text")
+    for position, item in items:
+        table.add_row(
+            f"{position.checkpoint_sequence}.{position.batch_item_count}",
+            Text(item_label(item)),
+            Text(item_text(item)),
+        )
+    console.print(table)
+
+
+def _count_failed(total: int, failed: int) -> str:
+    return f"{total} ({failed} failed)" if failed else str(total)
+
+
+def render_executions(console: Console, records: Sequence[ExecutionRecord]) -> None:
+    """Print finished-turn records, one row each."""
+    if not records:
+        console.print("No finished turns.")
+        return
+    table = _table(
+        _name("turn"),
+        _name("outcome"),
+        _name("started (UTC)"),
+        *map(_right, ("elapsed", "model", "tools", "tokens")),
+    )
+    for record in records:
+        table.add_row(
+            Text(record.turn_id),
+            record.outcome,
+            utc_clock(record.started_at_ms),
+            f"{record.elapsed_ms} ms",
+            str(record.model_calls),
+            _count_failed(record.tool_calls, record.failed_tool_calls),
+            str(record.usage.total_tokens),
+        )
+    console.print(table)
+
+
+def render_session(console: Console, view: SessionView) -> None:
+    """Print `sessions show`: summary, transcript and recent events."""
+    heading(console, f"Session {view.summary.session_id}")
+    render_summary(console, view.summary)
+    heading(console, "Transcript (newest batches, oldest first)")
+    render_transcript(console, view.transcript)
+    heading(console, "Recent events")
+    render_events(console, view.events)
+
+
+def _turn_title(events: Sequence[JournalEvent]) -> str:
+    started = events[0].event.msg
+    return started.turn_id if isinstance(started, TurnStartedEvent) else "a turn"
+
+
+def render_demo(console: Console, view: StoreView, path: Path) -> None:
+    """Print what the demo left in the store, section by section."""
+    session_id = view.summary.session_id
+    heading(console, "Session catalog (newest first)")
+    render_catalog(console, view.catalog)
+    for number, events in enumerate(view.turns, start=1):
+        last = " (the last turn)" if number == len(view.turns) else ""
+        heading(console, f"Events of {_turn_title(events)}{last}")
+        render_events(console, events)
+    heading(console, f"Transcript of {session_id}")
+    render_transcript(console, view.transcript)
+    heading(console, f"Execution stats of {session_id}")
+    render_stats(console, view.summary.execution_stats)
+    heading(console, f"Execution journal of {session_id} (oldest first)")
+    render_executions(console, view.executions)
+    heading(console, "Database")
+    console.print(Text(str(path)), soft_wrap=True)
+    console.print("Inspect it with:")
+    console.print(Text(f"  turnstore sessions show {path} {session_id}"), soft_wrap=True)

@@ -1,0 +1,109 @@
+"""What each command shows, read from the store through the public API only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from turnstore import (
+    BlockingStore,
+    EventPageRequest,
+    ExecutionPageRequest,
+    ExecutionRecord,
+    JournalEvent,
+    MessageTarget,
+    SessionNotFound,
+    SessionPageRequest,
+    SessionSummary,
+    TranscriptPageRequest,
+)
+
+PositionedItem = tuple[MessageTarget, Any]
+"""A transcript item with its durable position (checkpoint sequence, 1-based item count)."""
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """One session as `sessions show` presents it: catalog entry, transcript, recent events."""
+
+    summary: SessionSummary
+    transcript: list[PositionedItem]
+    events: list[JournalEvent]
+
+    def to_builtins(self) -> dict[str, Any]:
+        """This view as plain JSON-ready values."""
+        return {
+            "summary": self.summary.to_builtins(),
+            "transcript": [
+                {"position": position.to_builtins(), "item": item}
+                for position, item in self.transcript
+            ],
+            "events": [event.to_builtins() for event in self.events],
+        }
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """What the demo prints: the catalog, and one session's turns, transcript and journal."""
+
+    catalog: list[SessionSummary]
+    summary: SessionSummary
+    turns: list[list[JournalEvent]]
+    transcript: list[PositionedItem]
+    executions: list[ExecutionRecord]
+
+
+def catalog(store: BlockingStore, owner_id: str | None, limit: int) -> list[SessionSummary]:
+    """The newest `limit` sessions of the catalog, optionally of one owner."""
+    page = store.list_sessions_page(SessionPageRequest(owner_id=owner_id, limit=limit))
+    return page.sessions
+
+
+def transcript(store: BlockingStore, session_id: str, batches: int) -> list[PositionedItem]:
+    """The items of the newest `batches` transcript batches, oldest first."""
+    page = store.transcript_page(session_id, TranscriptPageRequest(max_batches=batches))
+    return page.into_positioned_items_chronological()
+
+
+def session_view(
+    store: BlockingStore, session_id: str, batches: int, events: int
+) -> SessionView | None:
+    """A session's summary, newest transcript batches and newest events; None if absent."""
+    summary = store.session_summary(session_id)
+    if summary is None:
+        return None
+    page = store.event_page(session_id, EventPageRequest(limit=events))
+    return SessionView(
+        summary=summary,
+        transcript=transcript(store, session_id, batches),
+        events=page.into_chronological(),
+    )
+
+
+def turns(store: BlockingStore, session_id: str, most: int) -> list[list[JournalEvent]]:
+    """The events of the newest `most` turns, one list per turn, oldest turn first."""
+    found: list[list[JournalEvent]] = []
+    before: int | None = None
+    while len(found) < most:
+        page = store.event_turn_page(session_id, before)
+        if page.events:
+            found.append(page.into_chronological())
+        if page.next_before_sequence is None:
+            break
+        before = page.next_before_sequence
+    return list(reversed(found))
+
+
+def store_view(store: BlockingStore, session_id: str) -> StoreView:
+    """The catalog, plus one session's recent turns, transcript and execution journal."""
+    summary = store.session_summary(session_id)
+    if summary is None:
+        raise SessionNotFound(f"session {session_id} does not exist")
+    journal = store.execution_page(session_id, ExecutionPageRequest(limit=20))
+    return StoreView(
+        catalog=catalog(store, None, 20),
+        summary=summary,
+        turns=turns(store, session_id, 5),
+        transcript=transcript(store, session_id, 100),
+        executions=list(reversed(journal.executions)),
+    )
