@@ -142,7 +142,9 @@ class CheckpointStoreModel(RuleBasedStateMachine):
             events = self.store.event_page(session, EventPageRequest(limit=1000))
             assert events.latest_sequence == known.latest_event
             assert [e.sequence for e in events.into_chronological()] == known.events
-            transcript = self.store.transcript_page(session, TranscriptPageRequest(max_batches=1000))
+            transcript = self.store.transcript_page(
+                session, TranscriptPageRequest(max_batches=1000)
+            )
             assert [b.sequence for b in reversed(transcript.batches)] == known.transcript
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -35,6 +36,22 @@ class Record(msgspec.Struct, kw_only=True):
 _ENCODER = msgspec.json.Encoder()
 T = TypeVar("T")
 
+# msgspec builds a type's decoding tables on first use, and two threads doing that at once
+# can crash the process (seen with msgspec 0.22 under the crash test). Decoders are therefore
+# built once per type, under a lock, and reused.
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+_DECODERS_LOCK = threading.Lock()
+
+
+def _decoder(type_: Any) -> msgspec.json.Decoder[Any]:
+    decoder = _DECODERS.get(type_)
+    if decoder is None:
+        with _DECODERS_LOCK:
+            decoder = _DECODERS.get(type_)
+            if decoder is None:
+                decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
+    return decoder
+
 
 def encode_json(value: object) -> bytes:
     """Encode any record or JSON value to compact JSON bytes."""
@@ -44,7 +61,8 @@ def encode_json(value: object) -> bytes:
 def decode_json(data: bytes | str, type_: type[T]) -> T:
     """Decode JSON into `type_`, raising `RecordDecodeError` when it does not fit."""
     try:
-        return msgspec.json.decode(data, type=type_)
+        value: T = _decoder(type_).decode(data)
+        return value
     except msgspec.DecodeError as error:
         raise RecordDecodeError(
             f"{getattr(type_, '__name__', type_)} does not decode: {error}"
@@ -53,6 +71,7 @@ def decode_json(data: bytes | str, type_: type[T]) -> T:
 
 def convert(value: object, type_: type[T]) -> T:
     """Validate plain builtins into `type_`, raising `RecordDecodeError` when they do not fit."""
+    _decoder(type_)  # builds the type's tables under the lock before convert() reads them
     try:
         return msgspec.convert(value, type=type_)
     except msgspec.ValidationError as error:

@@ -93,6 +93,8 @@ def check_database(path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
 
 
 def _migrate(connection: sqlite3.Connection) -> None:
+    # Refuse a file this build cannot use before changing anything in it.
+    _checked_version(connection)
     # WAL lets readers run beside the one writer; it is a property of the file, set once.
     mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":

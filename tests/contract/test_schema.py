@@ -1,0 +1,131 @@
+"""Contract: the SQLite database file — schema version, refusal of foreign files, WAL, mode.
+
+Ports the seed-003 test `open_rejects_a_nonempty_unversioned_database` (the Python schema is
+version 1). These rules are about the SQLite file, so they skip on other backends.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+import turnstore
+from turnstore import Checkpoint
+
+UNVERSIONED = (
+    "unversioned SQLite database is not empty; expected schema version 1 "
+    "(start with a fresh database)"
+)
+NEWER = "unsupported SQLite schema version 99; expected 1 (start with a fresh database)"
+
+
+def require_sqlite(backend_name: str) -> None:
+    """Skip a test of the SQLite file on any other backend."""
+    if backend_name != "sqlite":
+        pytest.skip("checks the SQLite database file")
+
+
+def sqlite_value(path: Path, sql: str) -> object:
+    """The first column of the first row of `sql` on a fresh connection to `path`."""
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute(sql).fetchone()[0]
+    finally:
+        connection.close()
+
+
+async def replace_with_legacy_database(store, store_url: str) -> Path:
+    """Close the store and put a non-empty unversioned SQLite file at its path."""
+    await store.close()
+    path = Path(store_url)
+    write_legacy_database(path)
+    return path
+
+
+def write_legacy_database(path: Path) -> None:
+    """Replace the database files at `path` with a one-table SQLite file without a version."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE legacy_state (value TEXT)")
+    connection.execute("INSERT INTO legacy_state VALUES ('kept')")
+    connection.commit()
+    connection.close()
+
+
+def file_mode(path: Path) -> int:
+    """The permission bits of the file at `path`."""
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_open_rejects_a_nonempty_unversioned_database(store, backend_name, store_url):
+    """open refuses a non-empty SQLite file that has no schema version."""
+    require_sqlite(backend_name)
+    await replace_with_legacy_database(store, store_url)
+    with pytest.raises(turnstore.SchemaError) as caught:
+        turnstore.open(store_url)
+    assert str(caught.value) == UNVERSIONED
+    assert isinstance(caught.value, turnstore.TurnstoreError)
+    with pytest.raises(turnstore.SchemaError) as blocking:
+        turnstore.open_blocking(store_url)
+    assert str(blocking.value) == UNVERSIONED
+
+
+async def test_open_leaves_a_refused_unversioned_database_untouched(store, backend_name, store_url):
+    """A refused unversioned database keeps its tables, version and journal mode."""
+    require_sqlite(backend_name)
+    path = await replace_with_legacy_database(store, store_url)
+    with pytest.raises(turnstore.SchemaError):
+        turnstore.open(store_url)
+    assert sqlite_value(path, "PRAGMA user_version") == 0
+    assert sqlite_value(path, "PRAGMA journal_mode") == "delete"
+    assert sqlite_value(path, "SELECT group_concat(name) FROM sqlite_schema") == "legacy_state"
+    assert sqlite_value(path, "SELECT value FROM legacy_state") == "kept"
+
+
+async def test_open_rejects_a_newer_schema_version(store, backend_name, store_url, database):
+    """open refuses a database whose schema version this build does not know."""
+    require_sqlite(backend_name)
+    await store.save(Checkpoint.empty("session"))
+    database.query("PRAGMA user_version = 99")
+    with pytest.raises(turnstore.SchemaError) as caught:
+        turnstore.open(store_url)
+    assert str(caught.value) == NEWER
+    with pytest.raises(turnstore.SchemaError) as blocking:
+        turnstore.open_blocking(store_url)
+    assert str(blocking.value) == NEWER
+    assert database.query("PRAGMA user_version") == [(99,)]
+    assert database.count("sessions") == 1
+
+
+async def test_a_new_database_is_versioned_in_wal_mode_and_private(store, backend_name, store_url):
+    """A new database has schema version 1, WAL journaling and owner-only file mode."""
+    require_sqlite(backend_name)
+    await store.save(Checkpoint.empty("session"))
+    path = Path(store_url)
+    assert sqlite_value(path, "PRAGMA user_version") == 1
+    assert sqlite_value(path, "PRAGMA journal_mode") == "wal"
+    assert file_mode(path) == 0o600
+
+
+async def test_reopening_a_database_keeps_its_sessions(store, backend_name, store_url):
+    """A second store opened on the same database sees every committed session."""
+    require_sqlite(backend_name)
+    checkpoint = Checkpoint.empty("session")
+    checkpoint.context = [{"role": "user", "content": "hello"}]
+    await store.save(checkpoint, [{"role": "user", "content": "hello"}])
+    second = turnstore.open(store_url)
+    try:
+        assert await second.load("session") == checkpoint
+        assert (await second.session_summary("session")).sequence == 0
+    finally:
+        await second.close()
+    await store.close()
+    third = turnstore.open(store_url)
+    try:
+        assert await third.load("session") == checkpoint
+    finally:
+        await third.close()
