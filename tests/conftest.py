@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +16,44 @@ import pytest
 import turnstore
 from turnstore import BlockingStore, Store
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 FACES = ["async", "blocking"]
+POSTGRES_URL = os.environ.get(
+    "TURNSTORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REQUIRE_POSTGRES = os.environ.get("TURNSTORE_REQUIRE_POSTGRES") == "1"
+
+
+@cache
+def postgres_unavailable() -> str | None:
+    """Why PostgreSQL tests cannot run here, or None when a server answers."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed (pip install 'turnstore[postgres]')"
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except psycopg.Error as error:
+        return f"no PostgreSQL server at TURNSTORE_TEST_POSTGRES_URL ({error})"
+    return None
+
+
+def require_postgres() -> None:
+    """Skip the calling test without a server, or fail it when CI requires one."""
+    reason = postgres_unavailable()
+    if reason is None:
+        return
+    if REQUIRE_POSTGRES:
+        pytest.fail(f"TURNSTORE_REQUIRE_POSTGRES=1 but {reason}")
+    pytest.skip(reason)
+
+
+def postgres_connection(schema: str | None = None) -> Any:
+    """An autocommit psycopg connection to the test server, optionally inside `schema`."""
+    import psycopg
+
+    options = f"-c search_path={schema}" if schema else ""
+    return psycopg.connect(POSTGRES_URL, autocommit=True, options=options)
 
 
 class BlockingAsAsync:
@@ -35,14 +74,22 @@ class BlockingAsAsync:
 
 
 class Database:
-    """Direct access to the database under a store, for what the public API cannot do."""
+    """Direct access to the database under a store, for what the public API cannot do.
 
-    def __init__(self, backend: str, path: Path) -> None:
+    Statements use `?` placeholders on every backend.
+    """
+
+    def __init__(self, backend: str, path: Path, schema: str) -> None:
         self.backend = backend
         self.path = path
+        self.schema = schema
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one statement on a fresh connection and return its rows."""
+        if self.backend == "postgres":
+            with postgres_connection(self.schema) as connection:
+                cursor = connection.execute(sql.replace("?", "%s"), params)
+                return cursor.fetchall() if cursor.description else []
         connection = sqlite3.connect(self.path, isolation_level=None)
         try:
             return connection.execute(sql, params).fetchall()
@@ -55,13 +102,38 @@ class Database:
 
     def fail_inserts_into(self, table: str, message: str = "forced failure") -> None:
         """Make every later INSERT into `table` fail, as the seed's trigger does."""
+        if self.backend == "postgres":
+            self.query(
+                f"CREATE FUNCTION reject_{table}() RETURNS trigger LANGUAGE plpgsql AS "
+                f"$$ BEGIN RAISE EXCEPTION '{message}'; END $$"
+            )
+            self.query(
+                f"CREATE TRIGGER reject_{table} BEFORE INSERT ON {table} "
+                f"FOR EACH ROW EXECUTE FUNCTION reject_{table}()"
+            )
+            return
         self.query(
             f"CREATE TRIGGER reject_{table} BEFORE INSERT ON {table} "
             f"BEGIN SELECT RAISE(ABORT, '{message}'); END"
         )
 
+    def stop_failing_inserts_into(self, table: str) -> None:
+        """Undo `fail_inserts_into(table)`."""
+        on_table = f" ON {table}" if self.backend == "postgres" else ""
+        self.query(f"DROP TRIGGER reject_{table}{on_table}")
+
     def hold_write_lock(self) -> Callable[[], None]:
-        """Open a write transaction on another connection; return the function that ends it."""
+        """Block writers (not readers) from another connection; return what releases them."""
+        if self.backend == "postgres":
+            pg = postgres_connection(self.schema)
+            pg.execute("BEGIN")
+            pg.execute("LOCK TABLE sessions IN EXCLUSIVE MODE")
+
+            def release_postgres() -> None:
+                pg.execute("COMMIT")
+                pg.close()
+
+            return release_postgres
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         connection.execute("BEGIN IMMEDIATE")
 
@@ -79,15 +151,31 @@ def backend_name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store_url(backend_name: str, tmp_path: Path) -> str:
+def pg_schema(backend_name: str) -> Iterator[str]:
+    """A fresh PostgreSQL schema name for one test, dropped afterwards (empty on SQLite)."""
+    if backend_name != "postgres":
+        yield ""
+        return
+    require_postgres()
+    schema = f"test_{uuid.uuid4().hex}"
+    yield schema
+    with postgres_connection() as connection:
+        connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture
+def store_url(backend_name: str, tmp_path: Path, pg_schema: str) -> str:
     """A URL of a fresh, empty database of the backend under test."""
+    if backend_name == "postgres":
+        separator = "&" if "?" in POSTGRES_URL else "?"
+        return f"{POSTGRES_URL}{separator}schema={pg_schema}"
     return str(tmp_path / "turnstore.sqlite3")
 
 
 @pytest.fixture
-def database(backend_name: str, tmp_path: Path, store_url: str) -> Database:
+def database(backend_name: str, tmp_path: Path, pg_schema: str) -> Database:
     """Raw access to the database behind `store`."""
-    return Database(backend_name, Path(store_url))
+    return Database(backend_name, tmp_path / "turnstore.sqlite3", pg_schema)
 
 
 @pytest.fixture(params=FACES)

@@ -37,7 +37,7 @@ READ_THREADS = 8
 
 
 def open_backend(url: str | os.PathLike[str], *, read_only: bool = False) -> Backend:
-    """Open the backend a URL names: `sqlite:///relative.db`, `sqlite:////abs.db` or a path."""
+    """Open the backend a URL names: `sqlite:///relative.db`, `postgresql://…`, or a path."""
     if isinstance(url, os.PathLike):
         url = os.fspath(url)
     if not isinstance(url, str) or not url:
@@ -53,16 +53,24 @@ def open_backend(url: str | os.PathLike[str], *, read_only: bool = False) -> Bac
             raise ConfigError("a sqlite URL needs a database file path (in-memory is unsupported)")
         return _sqlite(Path(path), read_only)
     if scheme in ("postgresql", "postgres"):
-        raise ConfigError(
-            "the PostgreSQL backend is not available in this build yet; use a sqlite URL"
-        )
-    raise ConfigError(f"unsupported store URL scheme {scheme!r}; expected sqlite")
+        return _postgres(url, read_only)
+    raise ConfigError(f"unsupported store URL scheme {scheme!r}; expected sqlite or postgresql")
 
 
 def _sqlite(path: Path, read_only: bool) -> Backend:
     from turnstore.backends.sqlite.backend import SqliteBackend
 
     return SqliteBackend(path, read_only=read_only)
+
+
+def _postgres(url: str, read_only: bool) -> Backend:
+    try:
+        from turnstore.backends.postgres.backend import PostgresBackend
+    except ImportError:
+        raise ConfigError(
+            "PostgreSQL URLs need the driver: pip install 'turnstore[postgres]'"
+        ) from None
+    return PostgresBackend(url, read_only=read_only)
 
 
 def _drive(steps: Steps[T]) -> T:

@@ -447,7 +447,7 @@ async def test_store_keeps_working_after_a_failed_save(store, database):
     with pytest.raises(turnstore.TurnstoreError):
         await store.save(nxt, [{"role": "assistant"}], record)
 
-    database.query("DROP TRIGGER reject_execution_journal")
+    database.stop_failing_inserts_into("execution_journal")
     await store.save(nxt, [{"role": "assistant"}], record)
     assert await store.load("session") == nxt
     assert await transcript_sequences(store, "session") == [1]

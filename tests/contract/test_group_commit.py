@@ -15,6 +15,7 @@ from turnstore import (
     SequenceConflict,
     StorageError,
     TranscriptPageRequest,
+    WriterStats,
 )
 
 SESSIONS = 50
@@ -48,6 +49,17 @@ def _invalid_save(kind: str) -> tuple[Checkpoint, type[Exception]]:
 STALE_ORIGINAL = _checkpoint("stale", STALE_SEQUENCE, "original")
 
 
+def _assert_grouped(backend_name: str, before: WriterStats, after: WriterStats) -> None:
+    """SQLite shares transactions between concurrent saves; PostgreSQL runs them in parallel."""
+    assert after.writes - before.writes == SESSIONS
+    transactions = after.transactions - before.transactions
+    if backend_name == "sqlite":
+        # Fewer transactions than committed saves: at least half of the saves shared one.
+        assert transactions <= SESSIONS // 2
+    else:
+        assert transactions == SESSIONS
+
+
 @pytest.mark.parametrize("invalid", ["stale_sequence", "version_16"])
 async def test_concurrent_async_saves_commit_together_and_a_bad_one_fails_alone(
     store_url, backend_name, invalid
@@ -72,9 +84,7 @@ async def test_concurrent_async_saves_commit_together_and_a_bad_one_fails_alone(
             assert await store.load(checkpoint.session_id) == checkpoint
         assert await store.load("stale") == STALE_ORIGINAL
         assert await store.load("bad-version") is None
-        assert after.writes - before.writes == SESSIONS
-        # Fewer transactions than committed saves: at least half of the saves shared one.
-        assert after.transactions - before.transactions <= SESSIONS // 2
+        _assert_grouped(backend_name, before, after)
     finally:
         await store.close()
 
@@ -118,9 +128,7 @@ def test_concurrent_thread_saves_commit_together_and_a_bad_one_fails_alone(
             assert store.load(checkpoint.session_id) == checkpoint
         assert store.load("stale") == STALE_ORIGINAL
         assert store.load("bad-version") is None
-        assert after.writes - before.writes == SESSIONS
-        # Fewer transactions than committed saves: at least half of the saves shared one.
-        assert after.transactions - before.transactions <= SESSIONS // 2
+        _assert_grouped(backend_name, before, after)
 
 
 async def test_a_write_failing_inside_its_savepoint_does_not_undo_its_batch(
@@ -171,7 +179,8 @@ async def test_a_write_failing_inside_its_savepoint_does_not_undo_its_batch(
         assert isinstance(results[7], StorageError)
         assert [i for i, result in enumerate(results) if result is not None] == [3, 7]
         assert after.writes - before.writes == len(saves)
-        assert after.transactions - before.transactions <= 2
+        if backend_name == "sqlite":
+            assert after.transactions - before.transactions <= 2
         for checkpoint, _ in saves:
             assert await store.load(checkpoint.session_id) == checkpoint
         assert await store.load("stale") == STALE_ORIGINAL

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import tempfile
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,9 +13,10 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 import turnstore
+from conftest import POSTGRES_URL, postgres_connection, require_postgres
 from turnstore import (
     Checkpoint,
     Event,
@@ -37,18 +40,18 @@ class ModelSession:
 
 
 class CheckpointStoreModel(RuleBasedStateMachine):
-    """Drives a blocking SQLite store and a dict-based model with the same operations."""
+    """Drives a blocking store and a dict-based model with the same operations."""
 
-    def __init__(self) -> None:
+    def __init__(self, fresh_url: Callable[[], tuple[str, Callable[[], None]]]) -> None:
         super().__init__()
-        self.folder = tempfile.TemporaryDirectory()
-        self.store = turnstore.open_blocking(Path(self.folder.name) / "model.sqlite3")
+        url, self.cleanup = fresh_url()
+        self.store = turnstore.open_blocking(url)
         self.model: dict[str, ModelSession] = {}
         self.item = 0
 
     def teardown(self) -> None:
         self.store.close()
-        self.folder.cleanup()
+        self.cleanup()
 
     def _items(self, count: int) -> list[dict[str, Any]]:
         self.item += count
@@ -148,10 +151,32 @@ class CheckpointStoreModel(RuleBasedStateMachine):
             assert [b.sequence for b in reversed(transcript.batches)] == known.transcript
 
 
-CheckpointStoreModel.TestCase.settings = settings(
-    max_examples=150,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-test_store_agrees_with_the_model = CheckpointStoreModel.TestCase
+def _fresh_sqlite() -> tuple[str, Callable[[], None]]:
+    folder = tempfile.TemporaryDirectory()
+    return str(Path(folder.name) / "model.sqlite3"), folder.cleanup
+
+
+def _fresh_postgres() -> tuple[str, Callable[[], None]]:
+    schema = f"model_{uuid.uuid4().hex}"
+
+    def drop() -> None:
+        with postgres_connection() as connection:
+            connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+    return f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}", drop
+
+
+def test_store_agrees_with_the_model(backend_name: str) -> None:
+    """Any sequence of saves, events, forks and deletes leaves the store equal to the model."""
+    if backend_name == "postgres":
+        require_postgres()
+    fresh = _fresh_postgres if backend_name == "postgres" else _fresh_sqlite
+    run_state_machine_as_test(
+        lambda: CheckpointStoreModel(fresh),
+        settings=settings(
+            max_examples=150 if backend_name == "sqlite" else 60,
+            stateful_step_count=40,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

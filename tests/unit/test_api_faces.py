@@ -46,7 +46,15 @@ def test_every_public_name_is_documented() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["postgresql://localhost/db", "mysql://x", "sqlite://", "sqlite:///:memory:", ""],
+    [
+        "mysql://x",
+        "sqlite://",
+        "sqlite:///:memory:",
+        "",
+        "postgresql://localhost/db?schema=Bad-Name",
+        "postgresql://localhost/db?pool_max_size=many",
+        "postgresql://localhost/db?pool_min_size=5&pool_max_size=2",
+    ],
 )
 def test_unusable_urls_are_refused_with_a_config_error(url: str) -> None:
     """open() refuses URLs it cannot serve with a typed, explained error."""

@@ -1,0 +1,256 @@
+"""The PostgreSQL backend: a psycopg connection pool, row locks, and PostgreSQL's dialect."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors, sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from turnstore.backends.base import WriterStats
+from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from turnstore.backends.sql import Dialect, SqlBackend, Statements, Tx
+from turnstore.errors import ConfigError, ReadOnlyStore, SchemaError, StorageError, TurnstoreError
+
+T = TypeVar("T")
+
+POSTGRES = Dialect(
+    placeholder="%s",
+    # Row locks stand in for SQLite's single writer: a session row is locked for the whole
+    # save, so sequences of checkpoints and events advance one writer at a time per session.
+    lock=" FOR UPDATE",
+    # A fork keeps its parent from being deleted until the child row exists.
+    key_share=" FOR KEY SHARE",
+    now="CAST(FLOOR(EXTRACT(EPOCH FROM now())) AS BIGINT)",
+    in_ids="{column} = ANY(%s)",
+    id_list=lambda ids: ids,
+)
+STATEMENTS = Statements(POSTGRES)
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_RETRIES = 5
+"""Attempts of a write whose transaction lost a deadlock or serialization race."""
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresOptions:
+    """Where and how to connect, parsed from a `postgresql://` URL."""
+
+    conninfo: str
+    schema: str = "turnstore"
+    pool_min_size: int = 1
+    pool_max_size: int = 10
+    pool_timeout_s: float = 30.0
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresOptions:
+        """Split turnstore's own query parameters from the libpq connection URL."""
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query))
+        ours = {
+            k: query.pop(k)
+            for k in ("schema", "pool_min_size", "pool_max_size", "pool_timeout")
+            if k in query
+        }
+        conninfo = urlunsplit(parts._replace(query=urlencode(query)))
+        try:
+            options = cls(
+                conninfo=conninfo,
+                schema=ours.get("schema", "turnstore"),
+                pool_min_size=int(ours.get("pool_min_size", 1)),
+                pool_max_size=int(ours.get("pool_max_size", 10)),
+                pool_timeout_s=float(ours.get("pool_timeout", 30.0)),
+            )
+        except ValueError:
+            raise ConfigError(
+                "pool_min_size, pool_max_size and pool_timeout must be numbers"
+            ) from None
+        if not _SCHEMA_NAME.fullmatch(options.schema):
+            raise ConfigError("schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)")
+        if not 0 <= options.pool_min_size <= options.pool_max_size or options.pool_max_size < 1:
+            raise ConfigError("the pool needs 0 <= pool_min_size <= pool_max_size and a size >= 1")
+        return options
+
+    def redact(self, text: str) -> str:
+        """Remove the password, if any, from a message."""
+        password = urlsplit(self.conninfo).password
+        return text.replace(password, "***") if password else text
+
+
+def storage_error(error: BaseException, options: PostgresOptions) -> StorageError:
+    """Wrap a driver error in the public hierarchy; connection loss and lock races retry."""
+    retryable = isinstance(
+        error,
+        psycopg.OperationalError
+        | PoolTimeout
+        | errors.DeadlockDetected
+        | errors.SerializationFailure,
+    )
+    return StorageError(f"PostgreSQL error: {options.redact(str(error))}", retryable=retryable)
+
+
+class _Tx:
+    """A transaction on one psycopg connection."""
+
+    def __init__(self, connection: psycopg.Connection[Any]) -> None:
+        self._connection = connection
+
+    def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self._connection.execute(query, params).fetchone()
+
+    def all(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._connection.execute(query, params).fetchall()
+
+    def run(self, query: str, params: Sequence[Any] = ()) -> None:
+        self._connection.execute(query, params)
+
+
+class PostgresEngine:
+    """A connection pool: reads on the caller's thread, writes on a pool of writer threads.
+
+    Nothing here is process-local state that correctness depends on: every ordering rule is
+    enforced by row locks in the database, so any number of processes on any number of hosts
+    can share one schema.
+    """
+
+    def __init__(self, options: PostgresOptions, *, read_only: bool = False) -> None:
+        self._options = options
+        self._read_only = read_only
+        self._pool = self._open_pool()
+        self._transactions = 0
+        self._counter = threading.Lock()
+        try:
+            self._prepare_schema()
+        except BaseException:
+            self._pool.close()
+            raise
+        self._writes = ThreadPoolExecutor(
+            options.pool_max_size, thread_name_prefix="turnstore-postgres-write"
+        )
+
+    def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        options = self._options
+        settings = f"-c search_path={options.schema}"
+        if self._read_only:
+            settings += " -c default_transaction_read_only=on"
+        try:
+            # One direct connection first, so an unreachable server fails at once with the
+            # server's own reason instead of a pool time-out.
+            psycopg.connect(options.conninfo, connect_timeout=10).close()
+            pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+                options.conninfo,
+                min_size=options.pool_min_size,
+                max_size=options.pool_max_size,
+                timeout=options.pool_timeout_s,
+                kwargs={"autocommit": True, "options": settings},
+                name="turnstore",
+                open=False,
+            )
+            pool.open(wait=options.pool_min_size > 0, timeout=options.pool_timeout_s)
+        except (psycopg.Error, PoolTimeout) as error:
+            raise storage_error(error, options) from None
+        return pool
+
+    def _prepare_schema(self) -> None:
+        schema = self._options.schema
+        with self._pool.connection() as connection, connection.transaction():
+            # One migrator at a time per schema, across processes and hosts.
+            connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"turnstore:{schema}",)
+            )
+            version = self._version(connection)
+            if version > SCHEMA_VERSION:
+                raise SchemaError(
+                    f'PostgreSQL schema "{schema}" is at version {version}; this build of '
+                    f"turnstore supports version {SCHEMA_VERSION} (upgrade turnstore)"
+                )
+            if self._read_only:
+                if version != SCHEMA_VERSION:
+                    raise SchemaError(
+                        f'PostgreSQL schema "{schema}" is at version {version}, not '
+                        f"{SCHEMA_VERSION}; open it once for writing to migrate it"
+                    )
+                return
+            connection.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
+            )
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS turnstore_schema (version INTEGER NOT NULL)"
+            )
+            for number in range(version, SCHEMA_VERSION):
+                connection.execute(MIGRATIONS[number])
+                connection.execute(
+                    "INSERT INTO turnstore_schema (version) VALUES (%s)", (number + 1,)
+                )
+
+    def _version(self, connection: psycopg.Connection[Any]) -> int:
+        exists = connection.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (f"{self._options.schema}.turnstore_schema",)
+        ).fetchone()
+        if not exists or not exists[0]:
+            return 0
+        row = connection.execute("SELECT max(version) FROM turnstore_schema").fetchone()
+        return int(row[0] or 0) if row else 0
+
+    def read(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in one repeatable-read, read-only transaction."""
+        try:
+            with self._pool.connection() as connection:
+                connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try:
+                    result = work(_Tx(connection))
+                finally:
+                    connection.execute("COMMIT")
+                return result
+        except (psycopg.Error, PoolTimeout) as error:
+            raise storage_error(error, self._options) from None
+
+    def write(self, work: Callable[[Tx], T]) -> Future[T]:
+        """Run `work` in its own transaction on a writer thread."""
+        if self._read_only:
+            raise ReadOnlyStore("the store was opened read-only")
+        return self._writes.submit(self._write_now, work)
+
+    def _write_now(self, work: Callable[[Tx], T]) -> T:
+        for attempt in range(_RETRIES):
+            try:
+                with self._pool.connection() as connection, connection.transaction():
+                    result = work(_Tx(connection))
+            except (errors.DeadlockDetected, errors.SerializationFailure) as error:
+                # The transaction was rolled back whole; running it again is safe.
+                if attempt + 1 == _RETRIES:
+                    raise storage_error(error, self._options) from None
+                continue
+            except TurnstoreError:
+                raise
+            except (psycopg.Error, PoolTimeout) as error:
+                raise storage_error(error, self._options) from None
+            with self._counter:
+                self._transactions += 1
+            return result
+        raise AssertionError("unreachable")
+
+    def writer_stats(self) -> WriterStats:
+        """Return how many write transactions committed (one write each)."""
+        return WriterStats(self._transactions, self._transactions)
+
+    def close(self) -> None:
+        """Finish running writes, then close the pool."""
+        if hasattr(self, "_writes"):
+            self._writes.shutdown(wait=True)
+        self._pool.close()
+
+
+class PostgresBackend(SqlBackend):
+    """The checkpoint contract on one PostgreSQL schema."""
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
+        self.options = PostgresOptions.from_url(url)
+        super().__init__(PostgresEngine(self.options, read_only=read_only), STATEMENTS)
