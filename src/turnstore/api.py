@@ -12,6 +12,7 @@ from typing import Any, Self, TypeVar
 
 from turnstore.backends.base import Backend, WriterStats
 from turnstore.core import Core, Read, Steps
+from turnstore.core_runtime import RuntimeCore
 from turnstore.errors import ConfigError, StoreClosed
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -29,6 +30,7 @@ from turnstore.records.checkpoint import (
     TranscriptPageRequest,
 )
 from turnstore.records.protocol import Event
+from turnstore.runtime_api import BlockingRuntimeStore, RuntimeStore
 
 T = TypeVar("T")
 
@@ -126,6 +128,11 @@ class Store(_Face):
         except StopIteration as done:
             result: T = done.value
             return result
+
+    def runtime(self, session_id: str) -> RuntimeStore:
+        """The runtime face bound to one session (graph, turn commits, queue, blobs)."""
+        self._check_open()
+        return RuntimeStore(RuntimeCore(self._core.backend.runtime, session_id), self)
 
     async def load(self, session_id: str) -> Checkpoint | None:
         """Load the latest checkpoint of a session, or None."""
@@ -234,6 +241,11 @@ class BlockingStore(_Face):
     def _run(self, steps: Steps[T]) -> T:
         self._check_open()
         return _drive(steps)
+
+    def runtime(self, session_id: str) -> BlockingRuntimeStore:
+        """The runtime face bound to one session (graph, turn commits, queue, blobs)."""
+        self._check_open()
+        return BlockingRuntimeStore(RuntimeCore(self._core.backend.runtime, session_id), self)
 
     def load(self, session_id: str) -> Checkpoint | None:
         """Load the latest checkpoint of a session, or None."""

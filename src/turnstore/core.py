@@ -13,17 +13,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import msgspec
-
-from turnstore.backends.base import (
-    Backend,
-    LoadedCheckpoint,
-    PreparedFork,
-    PreparedSave,
-    SessionRow,
-)
+from turnstore.backends.base import Backend, LoadedCheckpoint, SessionRow
 from turnstore.errors import CorruptRecord, InvalidInput, RecordDecodeError, SessionNotFound
-from turnstore.records.base import I64_MAX, decode_json, encode_json
+from turnstore.records.base import I64_MAX, decode_json
 from turnstore.records.checkpoint import (
     Checkpoint,
     EventPage,
@@ -45,13 +37,12 @@ from turnstore.records.checkpoint import (
 )
 from turnstore.records.protocol import Event, SessionContext
 from turnstore.rules.events import event_turn_page_steps, prepare_event
+from turnstore.rules.saves import PreparedFork, encode_values, prepare_save, type_check
 from turnstore.rules.validation import (
     optional_cursor,
     page_limit,
-    revalidated,
     storage_integer,
     validate_checkpoint,
-    validate_execution,
     validate_execution_record,
     validate_session_id,
 )
@@ -76,62 +67,6 @@ class Write(Generic[T]):
 Step = Read[Any] | Write[Any]
 Steps = Generator[Step, Any, T]
 """An operation: yields backend steps, receives their results, returns the public value."""
-
-
-def _type_check(value: object, type_: type, name: str) -> None:
-    if not isinstance(value, type_):
-        raise InvalidInput(f"{name} must be a {type_.__name__}")
-
-
-def _encode_values(values: Sequence[Any], what: str) -> str:
-    try:
-        return encode_json(values).decode()
-    except (TypeError, ValueError, OverflowError) as error:
-        raise RecordDecodeError(f"{what} is not encodable: {error}") from None
-
-
-def prepare_save(
-    checkpoint: Checkpoint,
-    transcript_delta: Iterable[Any],
-    execution: ExecutionRecord | None,
-    events: Iterable[TimestampedEvent],
-) -> PreparedSave:
-    """Validate and encode one save before any I/O (all but the context delta)."""
-    _type_check(checkpoint, Checkpoint, "checkpoint")
-    context = list(checkpoint.context)
-    state, state_json = revalidated(msgspec.structs.replace(checkpoint, context=[]))
-    validate_checkpoint(state)
-    execution_json = None
-    if execution is not None:
-        _type_check(execution, ExecutionRecord, "execution")
-        execution, execution_bytes = revalidated(execution)
-        validate_execution(state, execution)
-        execution_json = (execution.started_at_ms, execution_bytes.decode())
-    storage_integer(state.sequence, "checkpoint sequence exceeds SQLite INTEGER")
-    storage_integer(state.context_epoch, "checkpoint context epoch exceeds SQLite INTEGER")
-    delta = list(transcript_delta)
-    prepared_events = [prepare_event(_checked_event(event)) for event in events]
-    return PreparedSave(
-        session_id=state.session_id,
-        sequence=state.sequence,
-        state_json=state_json.decode(),
-        context_epoch=state.context_epoch,
-        context=context,
-        session_context_json=state.session_context.to_json().decode(),
-        owner_id=state.session_context.owner_id,
-        execution_stats_json=state.execution_stats.to_json().decode(),
-        catalog_visible=state.catalog_visible,
-        first_user_message=state.first_user_message,
-        transcript_json=_encode_values(delta, "transcript delta") if delta else None,
-        execution=execution_json,
-        events=prepared_events,
-    )
-
-
-def _checked_event(event: object) -> TimestampedEvent:
-    _type_check(event, TimestampedEvent, "event")
-    assert isinstance(event, TimestampedEvent)
-    return event
 
 
 def decode_checkpoint(session_id: str, loaded: LoadedCheckpoint) -> Checkpoint:
@@ -222,7 +157,7 @@ class Core:
     ) -> Steps[JournalEvent]:
         """Assign the next session-local sequence to one event and journal it."""
         session_id = validate_session_id(session_id)
-        _type_check(event, Event, "event")
+        type_check(event, Event, "event")
         prepared = prepare_event(TimestampedEvent(recorded_at_ms=recorded_at_ms, event=event))
         stored: JournalEvent = yield Write(lambda: self.backend.append_event(session_id, prepared))
         return stored
@@ -230,7 +165,7 @@ class Core:
     def event_page(self, session_id: str, request: EventPageRequest) -> Steps[EventPage]:
         """Load one newest-first page of a session's journal events."""
         session_id = validate_session_id(session_id)
-        _type_check(request, EventPageRequest, "request")
+        type_check(request, EventPageRequest, "request")
         query_limit = page_limit(request.limit, "event journal page")
         before = optional_cursor(
             request.before_sequence, "event journal cursor exceeds SQLite INTEGER"
@@ -267,12 +202,12 @@ class Core:
 
     def list_sessions_page(self, request: SessionPageRequest) -> Steps[SessionPage]:
         """List one newest-first page of the catalog, optionally for one owner."""
-        _type_check(request, SessionPageRequest, "request")
+        type_check(request, SessionPageRequest, "request")
         query_limit = page_limit(request.limit, "session page")
         cursor = None
         if request.cursor is not None:
             key = request.cursor
-            _type_check(key, SessionCursor, "cursor")
+            type_check(key, SessionCursor, "cursor")
             sequence = storage_integer(
                 key.sequence, "session cursor sequence exceeds SQLite INTEGER"
             )
@@ -295,7 +230,7 @@ class Core:
     ) -> Steps[TranscriptPage]:
         """Load one newest-first page of transcript batches."""
         session_id = validate_session_id(session_id)
-        _type_check(request, TranscriptPageRequest, "request")
+        type_check(request, TranscriptPageRequest, "request")
         query_limit = page_limit(request.max_batches, "transcript page")
         before = optional_cursor(
             request.before_sequence, "transcript cursor exceeds SQLite INTEGER"
@@ -321,7 +256,7 @@ class Core:
     ) -> Steps[ExecutionPage]:
         """Load one newest-first page of finished-turn records."""
         session_id = validate_session_id(session_id)
-        _type_check(request, ExecutionPageRequest, "request")
+        type_check(request, ExecutionPageRequest, "request")
         query_limit = page_limit(request.limit, "execution page")
         before = optional_cursor(request.before_sequence, "execution cursor exceeds SQLite INTEGER")
         rows = yield Read(lambda: self.backend.execution_rows(session_id, before, query_limit))
@@ -345,7 +280,7 @@ class Core:
         self, parent_session_id: str, parent_sequence: int, checkpoint: Checkpoint
     ) -> Steps[SessionSummary]:
         """Create a child session branched from the parent at an exact durable sequence."""
-        _type_check(checkpoint, Checkpoint, "checkpoint")
+        type_check(checkpoint, Checkpoint, "checkpoint")
         parent_session_id = validate_session_id(parent_session_id)
         if parent_session_id == checkpoint.session_id:
             raise InvalidInput("a session cannot fork itself")
@@ -375,14 +310,14 @@ class Core:
 
     def load_state(self, scope: str, key: str) -> Steps[Any]:
         """Load one middleware state value, or None."""
-        _type_check(scope, str, "scope")
-        _type_check(key, str, "key")
+        type_check(scope, str, "scope")
+        type_check(key, str, "key")
         value_json = yield Read(lambda: self.backend.load_state(scope, key))
         return None if value_json is None else decode_json(value_json, Any)
 
     def save_state(self, scope: str, key: str, value: Any) -> Steps[None]:
         """Durably replace one middleware state value."""
-        _type_check(scope, str, "scope")
-        _type_check(key, str, "key")
-        value_json = _encode_values(value, "middleware state")
+        type_check(scope, str, "scope")
+        type_check(key, str, "key")
+        value_json = encode_values(value, "middleware state")
         yield Write(lambda: self.backend.save_state(scope, key, value_json))

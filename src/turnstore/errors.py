@@ -7,17 +7,22 @@ __all__ = [
     "ConfigError",
     "ContextRewriteRequired",
     "CorruptRecord",
+    "HeadRevisionConflict",
     "InvalidInput",
     "NotFound",
+    "QueuedWorkClaimExpired",
     "ReadOnlyStore",
     "RecordDecodeError",
+    "RuntimeTurnCommitConflict",
     "SchemaError",
     "SequenceConflict",
+    "SessionBindingMismatch",
     "SessionExists",
     "SessionNotFound",
     "StorageError",
     "StoreClosed",
     "TurnstoreError",
+    "UnsupportedRecordSchemaVersion",
 ]
 
 
@@ -26,9 +31,11 @@ class TurnstoreError(Exception):
 
     __module__ = "turnstore"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, **context: object) -> None:
         super().__init__(message)
         self.message = message
+        # The domain ids the message names, as attributes (e.g. `expected`, `actual`).
+        self.__dict__.update(context)
 
     def __reduce__(self) -> tuple[type[TurnstoreError], tuple[str], dict[str, object]]:
         # Keep errors picklable (for process pools) with their extra attributes.
@@ -109,6 +116,36 @@ class StorageError(TurnstoreError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class SessionBindingMismatch(InvalidInput):
+    """A runtime handle bound to one session was used for another (`bound_session_id`, ...)."""
+
+    __module__ = "turnstore"
+
+
+class HeadRevisionConflict(CheckpointError):
+    """The session head moved: `expected` (None for a new session) is not `actual`."""
+
+    __module__ = "turnstore"
+
+
+class RuntimeTurnCommitConflict(CheckpointError):
+    """A turn was already committed with different content (`session_id`, `turn_id`)."""
+
+    __module__ = "turnstore"
+
+
+class QueuedWorkClaimExpired(CheckpointError):
+    """A queued-work claim is missing or its lease ran out (`session_id`, `claim_id`)."""
+
+    __module__ = "turnstore"
+
+
+class UnsupportedRecordSchemaVersion(CorruptRecord):
+    """A stored record has a `schema_version` this build does not read."""
+
+    __module__ = "turnstore"
 
 
 class ReadOnlyStore(TurnstoreError):

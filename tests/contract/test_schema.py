@@ -14,12 +14,15 @@ import pytest
 
 import turnstore
 from turnstore import Checkpoint
+from turnstore.backends.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 UNVERSIONED = (
-    "unversioned SQLite database is not empty; expected schema version 1 "
+    f"unversioned SQLite database is not empty; expected schema version {SCHEMA_VERSION} "
     "(start with a fresh database)"
 )
-NEWER = "unsupported SQLite schema version 99; expected 1 (start with a fresh database)"
+NEWER = (
+    f"unsupported SQLite schema version 99; expected {SCHEMA_VERSION} (start with a fresh database)"
+)
 
 
 def require_sqlite(backend_name: str) -> None:
@@ -102,11 +105,11 @@ async def test_open_rejects_a_newer_schema_version(store, backend_name, store_ur
 
 
 async def test_a_new_database_is_versioned_in_wal_mode_and_private(store, backend_name, store_url):
-    """A new database has schema version 1, WAL journaling and owner-only file mode."""
+    """A new database has the current schema version, WAL journaling and owner-only mode."""
     require_sqlite(backend_name)
     await store.save(Checkpoint.empty("session"))
     path = Path(store_url)
-    assert sqlite_value(path, "PRAGMA user_version") == 1
+    assert sqlite_value(path, "PRAGMA user_version") == SCHEMA_VERSION
     assert sqlite_value(path, "PRAGMA journal_mode") == "wal"
     assert file_mode(path) == 0o600
 
@@ -129,3 +132,20 @@ async def test_reopening_a_database_keeps_its_sessions(store, backend_name, stor
         assert await third.load("session") == checkpoint
     finally:
         await third.close()
+
+
+def test_a_version_1_database_is_migrated_to_the_current_version(backend_name, tmp_path):
+    """Opening a file at an older schema version applies the later migrations in order."""
+    require_sqlite(backend_name)
+    path = tmp_path / "old.sqlite3"
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(MIGRATIONS[0])
+    connection.execute("PRAGMA user_version = 1")
+    connection.execute(
+        "INSERT INTO middleware_state (scope, key, value_json) VALUES ('global', 'k', '1')"
+    )
+    connection.close()
+    with turnstore.open_blocking(path) as store:
+        assert store.load_state("global", "k") == 1
+    assert sqlite_value(path, "PRAGMA user_version") == SCHEMA_VERSION
+    assert sqlite_value(path, "SELECT count(*) FROM runtime_heads") == 0

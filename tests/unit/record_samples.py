@@ -490,3 +490,101 @@ checkpoints = st.builds(
     pending_tools=st.lists(tool_calls, max_size=2),
     pending_approval=st.none() | pending_approvals,
 )
+
+
+def runtime_records() -> dict[str, Any]:
+    """One filled instance of every record of the runtime face, keyed by a test id."""
+    from turnstore.records import runtime as r
+
+    node = r.SessionNodeRecord(
+        node_id="n1",
+        parent_node_id=None,
+        payload={"role": "user", "parts": [{"kind": "text", "content": "hi", "prune_state": "k"}]},
+        timestamp=5,
+    )
+    graph = r.SessionGraph(nodes=[node], leaf_node_id="n1")
+    hydrated = r.HydratedSessionCheckpoint(
+        turn_state=r.PersistedTurnState(
+            turn_index=2, token_usage=usage(), last_prompt_usage=usage()
+        ),
+        tool_state={"files": ["a"]},
+        plugin_snapshot={"p": 1},
+        plugin_snapshot_revision=3,
+        execution_state=b"\x00\xff",
+    )
+    batch = r.QueuedWorkBatch(
+        session_id="s",
+        batch_id="b",
+        position=1,
+        boundary="steer",
+        items=[{"text": "x"}],
+        enqueued_at_ms=10,
+        claim_id="c",
+        claim_owner_id="w",
+        lease_expires_at_ms=20,
+    )
+    manifest = r.SessionCheckpoint(tool_state_ref="sha256:aa", plugin_snapshot_revision=3)
+    return {
+        "ModelSpec": r.ModelSpec(name="m", parameters={"t": 0.5}),
+        "PersistedSessionConfig": r.PersistedSessionConfig(provider_id="p"),
+        "AgentFrameRecord": r.AgentFrameRecord(frame_id="f", agent_name="main", state={"a": 1}),
+        "SessionNodeRecord": node,
+        "SessionGraph": graph,
+        "GraphUnchanged": r.GraphUnchanged(leaf_node_id="n1"),
+        "GraphAppend": r.GraphAppend(nodes=[node], leaf_node_id="n1"),
+        "GraphReplaceFull": r.GraphReplaceFull(graph=graph),
+        "PersistedTurnState": hydrated.turn_state,
+        "SessionCheckpoint": manifest,
+        "HydratedSessionCheckpoint": hydrated,
+        "TokenLedgerEntry": r.TokenLedgerEntry(turn_id="t", model="m", usage=usage()),
+        "RuntimeTurnCommitStamp": r.RuntimeTurnCommitStamp(
+            session_id="s", turn_id="t", turn_commit_hash="h"
+        ),
+        "QueuedWorkCompletion": r.QueuedWorkCompletion(claim_id="c", batch_ids=["b"]),
+        "RuntimeCommit": r.RuntimeCommit(session_id="s", graph=r.GraphAppend(nodes=[node])),
+        "RuntimeCommitResult": r.RuntimeCommitResult(
+            head_revision=2, checkpoint_ref="sha256:bb", manifest=manifest
+        ),
+        "FullGraph": r.FullGraph(),
+        "ActivePath": r.ActivePath(leaf_node_id="n1"),
+        "PersistedSessionRead": r.PersistedSessionRead(
+            session_id="s",
+            head_revision=1,
+            config=r.PersistedSessionConfig(),
+            agent_frames=[],
+            current_agent_frame_id="",
+            graph=graph,
+            checkpoint_ref="sha256:bb",
+            checkpoint=hydrated,
+            token_ledger=[],
+        ),
+        "RootRelation": r.RootRelation(),
+        "ForkRelation": r.ForkRelation(parent_session_id="p"),
+        "SubagentRelation": r.SubagentRelation(parent_session_id="p"),
+        "SessionMeta": r.SessionMeta(session_id="s", session_name="n", cwd="/w"),
+        "SessionPickerInfo": r.SessionPickerInfo(
+            session_id="s",
+            cwd=None,
+            relation=r.ForkRelation(parent_session_id="p"),
+            first_user_message="hi",
+            user_message_count=1,
+        ),
+        "GcReport": r.GcReport(root_count=1, retained_blob_count=2, deleted_blob_count=3),
+        "VacuumReport": r.VacuumReport(removed_node_count=4),
+        "AttachmentIntent": r.AttachmentIntent(
+            attachment_id="a", session_id="s", canonical_uri="/x", intent_at_epoch_ms=1
+        ),
+        "AttachmentManifestEntry": r.AttachmentManifestEntry(
+            attachment_id="a", session_id="s", canonical_uri="/x", intent_at_epoch_ms=1
+        ),
+        "QueuedWorkBatchDraft": r.QueuedWorkBatchDraft(session_id="s", items=[1]),
+        "QueuedWorkBatch": batch,
+        "QueuedWorkClaim": r.QueuedWorkClaim(
+            session_id="s",
+            claim_id="c",
+            owner_id="w",
+            boundary="steer",
+            batches=[batch],
+            lease_expires_at_ms=20,
+        ),
+    }

@@ -7,7 +7,9 @@ import inspect
 import pytest
 
 import turnstore
-from turnstore import BlockingStore, Store
+from turnstore import BlockingRuntimeStore, BlockingStore, RuntimeStore, Store
+
+SYNC_ON_BOTH = {"writer_stats", "runtime", "durability_tier", "session_id"}
 
 
 def _operations(cls: type) -> dict[str, inspect.Signature]:
@@ -18,22 +20,29 @@ def _operations(cls: type) -> dict[str, inspect.Signature]:
     }
 
 
-def test_both_faces_offer_the_same_operations() -> None:
+FACES = [(Store, BlockingStore), (RuntimeStore, BlockingRuntimeStore)]
+
+
+@pytest.mark.parametrize(("async_face", "blocking_face"), FACES)
+def test_both_faces_offer_the_same_operations(async_face: type, blocking_face: type) -> None:
     """Every public operation exists on both faces with identical parameters."""
-    async_ops = _operations(Store)
-    blocking_ops = _operations(BlockingStore)
+    async_ops = _operations(async_face)
+    blocking_ops = _operations(blocking_face)
     assert async_ops.keys() == blocking_ops.keys()
     for name, signature in async_ops.items():
         assert signature.parameters == blocking_ops[name].parameters, name
 
 
-def test_async_operations_are_coroutines_and_blocking_ones_are_not() -> None:
+@pytest.mark.parametrize(("async_face", "blocking_face"), FACES)
+def test_async_operations_are_coroutines_and_blocking_ones_are_not(
+    async_face: type, blocking_face: type
+) -> None:
     """The async face awaits every store call; the blocking face returns values directly."""
-    for name in _operations(Store):
-        if name == "writer_stats":
+    for name in _operations(async_face):
+        if name in SYNC_ON_BOTH:
             continue
-        assert inspect.iscoroutinefunction(getattr(Store, name)), name
-        assert not inspect.iscoroutinefunction(getattr(BlockingStore, name)), name
+        assert inspect.iscoroutinefunction(getattr(async_face, name)), name
+        assert not inspect.iscoroutinefunction(getattr(blocking_face, name)), name
 
 
 def test_every_public_name_is_documented() -> None:

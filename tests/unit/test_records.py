@@ -23,6 +23,7 @@ from record_samples import (
     message_event,
     model_step_outcomes,
     queued_message,
+    runtime_records,
     session_contexts,
     texts,
     token_usages,
@@ -195,6 +196,7 @@ def _samples() -> dict[str, Any]:
         "EventPage": EventPage(
             latest_sequence=12, events=[_journal_event()], next_before_sequence=9
         ),
+        **runtime_records(),
     }
 
 

@@ -3,43 +3,28 @@
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from turnstore.records.checkpoint import JournalEvent
+from turnstore.records.runtime import (
+    AttachmentIntent,
+    AttachmentManifestEntry,
+    GcReport,
+    PersistedSessionRead,
+    QueuedWorkBatch,
+    QueuedWorkBatchDraft,
+    QueuedWorkClaim,
+    QueuedWorkClaimBoundary,
+    RuntimeCommitResult,
+    SessionMeta,
+    SessionNodeRecord,
+    SessionPickerInfo,
+    SessionReadScope,
+    VacuumReport,
+)
 from turnstore.rules.events import PreparedEvent
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedSave:
-    """One validated save, encoded before any I/O except the context delta.
-
-    The context delta is encoded by the backend inside its transaction, because only there
-    is the stored context length known.
-    """
-
-    session_id: str
-    sequence: int
-    state_json: str
-    context_epoch: int
-    context: list[Any]
-    session_context_json: str
-    owner_id: str | None
-    execution_stats_json: str
-    catalog_visible: bool
-    first_user_message: str | None
-    transcript_json: str | None
-    execution: tuple[int, str] | None
-    events: list[PreparedEvent]
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedFork:
-    """A validated fork: the child's save plus the parent it branches from."""
-
-    parent_session_id: str
-    parent_sequence: int
-    child: PreparedSave
+from turnstore.rules.runtime import PreparedCommit
+from turnstore.rules.saves import PreparedFork, PreparedSave
 
 
 class SessionRow(NamedTuple):
@@ -80,8 +65,48 @@ class WriterStats(NamedTuple):
     writes: int
 
 
+class RuntimeBackend(Protocol):
+    """A storage engine for the runtime face; every call names its session."""
+
+    def load_session(
+        self, session_id: str, scope: SessionReadScope
+    ) -> PersistedSessionRead | None: ...
+    def load_node(self, session_id: str, node_id: str) -> SessionNodeRecord | None: ...
+    def commit(self, prepared: PreparedCommit) -> Future[RuntimeCommitResult]: ...
+    def enqueue(self, draft: QueuedWorkBatchDraft) -> Future[QueuedWorkBatch]: ...
+    def claim(
+        self,
+        session_id: str,
+        owner_id: str,
+        boundary: QueuedWorkClaimBoundary,
+        lease_ttl_ms: int,
+        max_batches: int,
+        exact_ids: list[str] | None,
+    ) -> Future[QueuedWorkClaim | None]: ...
+    def renew(self, claim: QueuedWorkClaim, lease_ttl_ms: int) -> Future[QueuedWorkClaim]: ...
+    def abandon(self, claim: QueuedWorkClaim) -> Future[None]: ...
+    def cancel(self, session_id: str, batch_id: str) -> Future[QueuedWorkBatch | None]: ...
+    def list_batches(self, session_id: str, pending_only: bool) -> list[QueuedWorkBatch]: ...
+    def record_intent(self, intent: AttachmentIntent) -> Future[None]: ...
+    def commit_refs(self, session_id: str, attachment_ids: list[str]) -> Future[None]: ...
+    def list_uncommitted(
+        self, session_id: str, older_than_ms: int
+    ) -> list[AttachmentManifestEntry]: ...
+    def forget(self, session_id: str, attachment_id: str) -> Future[None]: ...
+    def save_meta(self, meta: SessionMeta) -> Future[None]: ...
+    def load_meta(self, session_id: str) -> SessionMeta | None: ...
+    def picker_info(self, session_id: str) -> SessionPickerInfo | None: ...
+    def tombstone(self, session_id: str, node_ids: list[str]) -> Future[None]: ...
+    def vacuum(self, session_id: str) -> Future[VacuumReport]: ...
+    def gc_unreachable(self) -> Future[GcReport]: ...
+
+
 class Backend(Protocol):
     """A storage engine for the checkpoint contract; SQL and connections live only here."""
+
+    @property
+    def runtime(self) -> RuntimeBackend:
+        """The runtime face's storage on the same database."""
 
     def load(self, session_id: str) -> LoadedCheckpoint | None:
         """Read the latest checkpoint's stored pieces."""

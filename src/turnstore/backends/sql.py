@@ -16,8 +16,6 @@ from typing import Any, Protocol, TypeVar
 from turnstore.backends.base import (
     EventRows,
     LoadedCheckpoint,
-    PreparedFork,
-    PreparedSave,
     SessionRow,
     WriterStats,
 )
@@ -26,6 +24,7 @@ from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import JournalEvent, StreamMetrics
 from turnstore.rules.context import ContextWrite, StoredContext, plan_context_write
 from turnstore.rules.events import PreparedEvent, next_event_sequence, stream_metrics
+from turnstore.rules.saves import PreparedFork, PreparedSave
 
 T = TypeVar("T")
 
@@ -75,6 +74,12 @@ class Dialect:
     """`IN`-style predicate of a column against one list parameter, with `{column}`."""
     id_list: Callable[[list[str]], object]
     """Turns a list of ids into the parameter `in_ids` expects."""
+    now_ms: str
+    """Expression of the current time in Unix milliseconds (leases, attachment stamps)."""
+    blob_read_lock: str
+    """Statement a commit runs so that garbage collection cannot delete blobs under it."""
+    blob_write_lock: str
+    """Statement garbage collection runs to exclude commits while it decides what to delete."""
 
 
 SESSION_COLUMNS = (
@@ -169,6 +174,12 @@ class Statements:
             f"DELETE FROM middleware_state WHERE {ids.format(column='scope')}"
         )
         self.delete_ids = q(f"DELETE FROM sessions WHERE {ids.format(column='session_id')}")
+        # Attachment rows outlive their session: deleting it makes its payloads orphans that
+        # the next sweep reclaims, instead of files nobody knows about.
+        self.orphan_attachments = q(
+            "UPDATE attachment_manifest SET committed_at_ms = NULL, intent_at_ms = 0"
+            f" WHERE {ids.format(column='session_id')}"
+        )
         self.upsert_state = q(
             "INSERT INTO middleware_state (scope, key, value_json) VALUES (?, ?, ?)"
             " ON CONFLICT (scope, key) DO UPDATE SET value_json = excluded.value_json"
@@ -236,8 +247,11 @@ class SqlBackend:
     """The checkpoint contract over any SQL engine and dialect."""
 
     def __init__(self, engine: Engine, statements: Statements) -> None:
+        from turnstore.backends.sql_runtime import RuntimeStatements, SqlRuntimeBackend
+
         self.engine = engine
         self.sql = statements
+        self.runtime = SqlRuntimeBackend(engine, RuntimeStatements(statements))
 
     def load(self, session_id: str) -> LoadedCheckpoint | None:
         """Read the latest checkpoint's stored pieces in one snapshot."""
@@ -473,6 +487,7 @@ def delete_script(tx: Tx, sql: Statements, session_ids: list[str]) -> bool:
         if tree == locked:
             break
     tx.run(sql.delete_state_scopes, (id_list(tree),))
+    tx.run(sql.orphan_attachments, (id_list(tree),))
     tx.run(sql.delete_ids, (id_list(tree),))
     return True
 

@@ -21,6 +21,7 @@ from turnstore.errors import ConfigError, ReadOnlyStore, SchemaError, StorageErr
 
 T = TypeVar("T")
 
+_BLOB_LOCK_KEY = "hashtextextended(current_schema() || ':blobs', 0)"
 POSTGRES = Dialect(
     placeholder="%s",
     # Row locks stand in for SQLite's single writer: a session row is locked for the whole
@@ -31,6 +32,11 @@ POSTGRES = Dialect(
     now="CAST(FLOOR(EXTRACT(EPOCH FROM now())) AS BIGINT)",
     in_ids="{column} = ANY(%s)",
     id_list=lambda ids: ids,
+    now_ms="CAST(FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
+    # Commits share this lock and garbage collection takes it alone, so a blob a commit is
+    # about to reference is never deleted between the commit's insert and its head update.
+    blob_read_lock=f"SELECT pg_advisory_xact_lock_shared({_BLOB_LOCK_KEY})",
+    blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
 )
 STATEMENTS = Statements(POSTGRES)
 

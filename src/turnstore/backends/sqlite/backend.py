@@ -31,6 +31,9 @@ SQLITE = Dialect(
     now="unixepoch()",
     in_ids="{column} IN (SELECT value FROM json_each(?))",
     id_list=lambda ids: encode_json(ids).decode(),
+    now_ms="CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    blob_read_lock="",
+    blob_write_lock="",
 )
 STATEMENTS = Statements(SQLITE)
 

@@ -77,6 +77,78 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX event_journal_token_count_idx
         ON event_journal(session_id, sequence) WHERE event_kind = 'token_count';
     """,
+    # 2: the runtime face. Every table hangs off `sessions`, so deleting a session deletes
+    # what the runtime stored for it; blobs are shared by content and swept by gc_unreachable,
+    # and attachment rows outlive their session so the sweep can still reclaim the payloads.
+    """
+    CREATE TABLE runtime_heads (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+        schema_version INTEGER NOT NULL,
+        head_revision INTEGER NOT NULL CHECK (head_revision > 0),
+        config_json TEXT NOT NULL,
+        agent_frames_json TEXT NOT NULL,
+        current_agent_frame_id TEXT NOT NULL,
+        checkpoint_ref TEXT NOT NULL,
+        leaf_node_id TEXT,
+        first_user_message TEXT,
+        user_message_count INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE graph_nodes (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        node_id TEXT NOT NULL,
+        parent_node_id TEXT,
+        position INTEGER NOT NULL,
+        record_json TEXT NOT NULL,
+        tombstoned INTEGER NOT NULL DEFAULT 0 CHECK (tombstoned IN (0, 1)),
+        PRIMARY KEY (session_id, node_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX graph_nodes_order_idx ON graph_nodes(session_id, position);
+    CREATE TABLE token_ledger (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        entry_json TEXT NOT NULL,
+        PRIMARY KEY (session_id, position)
+    ) WITHOUT ROWID;
+    CREATE TABLE turn_commits (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        turn_id TEXT NOT NULL,
+        commit_hash TEXT NOT NULL,
+        result_json TEXT NOT NULL,
+        PRIMARY KEY (session_id, turn_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE queued_work (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        batch_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        boundary TEXT NOT NULL,
+        items_json TEXT NOT NULL,
+        enqueued_at_ms INTEGER NOT NULL,
+        claim_id TEXT,
+        claim_owner_id TEXT,
+        lease_expires_at_ms INTEGER,
+        PRIMARY KEY (session_id, batch_id)
+    ) WITHOUT ROWID;
+    CREATE UNIQUE INDEX queued_work_order_idx ON queued_work(session_id, position);
+    CREATE INDEX queued_work_claim_idx ON queued_work(claim_id) WHERE claim_id IS NOT NULL;
+    CREATE TABLE attachment_manifest (
+        attachment_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        canonical_uri TEXT NOT NULL,
+        intent_at_ms INTEGER NOT NULL,
+        committed_at_ms INTEGER
+    );
+    CREATE INDEX attachment_session_idx ON attachment_manifest(session_id);
+    CREATE INDEX attachment_uncommitted_idx ON attachment_manifest(intent_at_ms)
+        WHERE committed_at_ms IS NULL;
+    CREATE TABLE blobs (
+        blob_ref TEXT PRIMARY KEY,
+        data BLOB NOT NULL
+    );
+    CREATE TABLE session_meta (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+        meta_json TEXT NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,75 @@
+"""A file-backed attachment store that follows the write-ahead manifest, and its orphan sweep.
+
+Order of a write: record the intent, write the bytes (fsynced, then renamed into place), and
+commit the attachment id inside the turn's runtime commit. A crash anywhere leaves either no
+file, or a file whose intent is uncommitted; `sweep` deletes those files once their intent is
+older than the caller's threshold, and never touches a committed attachment.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from turnstore.errors import InvalidInput
+from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
+from turnstore.runtime_api import BlockingRuntimeStore
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class FileAttachmentStore:
+    """Attachment payloads as files under one root folder, one folder per session."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+
+    def path_for(self, session_id: str, attachment_id: str) -> Path:
+        """Where an attachment's bytes live; ids may not climb out of the root."""
+        path = (self.root / session_id / attachment_id).resolve()
+        if not path.is_relative_to(self.root) or path.parent == self.root:
+            raise InvalidInput("attachment and session ids must name a file inside the root")
+        return path
+
+    def put(self, runtime: BlockingRuntimeStore, attachment_id: str, data: bytes) -> Path:
+        """Record the intent, then write the bytes durably; commit the id with the turn."""
+        path = self.path_for(runtime.session_id, attachment_id)
+        runtime.record_intent(
+            AttachmentIntent(
+                attachment_id=attachment_id,
+                session_id=runtime.session_id,
+                canonical_uri=str(path),
+                intent_at_epoch_ms=_now_ms(),
+            )
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        with open(partial, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, path)
+        return path
+
+    def sweep(self, runtime: BlockingRuntimeStore, older_than_ms: int) -> list[str]:
+        """Delete payloads of intents older than `older_than_ms` that no commit referenced.
+
+        Returns the attachment ids reclaimed. Only files under the root are deleted; the
+        manifest row is forgotten after its file is gone, so a crash mid-sweep is retried.
+        """
+        reclaimed = []
+        for entry in runtime.list_uncommitted(older_than_ms):
+            self._delete_payload(entry)
+            runtime.forget(entry.attachment_id)
+            reclaimed.append(entry.attachment_id)
+        return reclaimed
+
+    def _delete_payload(self, entry: AttachmentManifestEntry) -> None:
+        path = Path(entry.canonical_uri).resolve()
+        if not path.is_relative_to(self.root):
+            return
+        for candidate in (path, path.with_name(path.name + ".partial")):
+            candidate.unlink(missing_ok=True)
