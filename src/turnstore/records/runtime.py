@@ -197,11 +197,19 @@ class RuntimeCommit(Record, kw_only=True):
     def completing_queue_claims(self, *completions: QueuedWorkCompletion) -> RuntimeCommit:
         """Return this commit also completing the given queued-work claims."""
         claims = [*self.completed_queue_claims, *completions]
-        return msgspec.structs.replace(self, completed_queue_claims=claims)
+        return self._restamped(msgspec.structs.replace(self, completed_queue_claims=claims))
 
     def with_committed_attachments(self, attachment_ids: list[AttachmentId]) -> RuntimeCommit:
         """Return this commit also committing the given attachments."""
-        return msgspec.structs.replace(self, committed_attachment_ids=list(attachment_ids))
+        changed = msgspec.structs.replace(self, committed_attachment_ids=list(attachment_ids))
+        return self._restamped(changed)
+
+    @staticmethod
+    def _restamped(commit: RuntimeCommit) -> RuntimeCommit:
+        # The stamp's hash covers the whole commit, so a builder that changes the content of a
+        # stamped commit stamps it again.
+        stamp = commit.turn_commit
+        return commit if stamp is None else commit.with_turn_commit(stamp.turn_id)
 
 
 class RuntimeCommitResult(Record, kw_only=True):
