@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 from turnstore.backends.base import (
     EventRows,
     LoadedCheckpoint,
+    RuntimeBackend,
     SessionRow,
     WriterStats,
 )
@@ -246,12 +247,10 @@ def _session_row(row: tuple[Any, ...]) -> SessionRow:
 class SqlBackend:
     """The checkpoint contract over any SQL engine and dialect."""
 
-    def __init__(self, engine: Engine, statements: Statements) -> None:
-        from turnstore.backends.sql_runtime import RuntimeStatements, SqlRuntimeBackend
-
+    def __init__(self, engine: Engine, statements: Statements, runtime: RuntimeBackend) -> None:
         self.engine = engine
         self.sql = statements
-        self.runtime = SqlRuntimeBackend(engine, RuntimeStatements(statements))
+        self.runtime = runtime
 
     def load(self, session_id: str) -> LoadedCheckpoint | None:
         """Read the latest checkpoint's stored pieces in one snapshot."""
@@ -352,7 +351,7 @@ def save_script(tx: Tx, sql: Statements, save: PreparedSave) -> list[JournalEven
     row = tx.one(sql.lock_session, (save.session_id,))
     if row is None:
         plan = plan_context_write(None, save.context_epoch, save.context)
-        if tx.one(sql.insert_session, _session_values(save, plan, None)) is not None:
+        if tx.one(sql.insert_session, session_values(save, plan, None)) is not None:
             latest_event = 0
         else:
             # Another writer created the session after our lookup; continue as an update
@@ -364,7 +363,7 @@ def save_script(tx: Tx, sql: Statements, save: PreparedSave) -> list[JournalEven
         plan = plan_context_write(
             StoredContext(row[2], row[3], row[4]), save.context_epoch, save.context
         )
-        tx.run(sql.update_session, (*_session_values(save, plan, None)[:10], save.session_id))
+        tx.run(sql.update_session, (*session_values(save, plan, None)[:10], save.session_id))
         if plan.reset:
             tx.run(sql.delete_context, (save.session_id,))
         latest_event = row[1]
@@ -377,7 +376,7 @@ def save_script(tx: Tx, sql: Statements, save: PreparedSave) -> list[JournalEven
     return _store_events(tx, sql, save.session_id, latest_event, save.events)
 
 
-def _session_values(
+def session_values(
     save: PreparedSave, plan: ContextWrite, parent: tuple[str, int] | None
 ) -> tuple[Any, ...]:
     return (
@@ -462,7 +461,7 @@ def fork_script(tx: Tx, sql: Statements, fork: PreparedFork) -> SessionRow:
     child = fork.child
     plan = plan_context_write(None, child.context_epoch, child.context)
     branch = (fork.parent_session_id, fork.parent_sequence)
-    if tx.one(sql.insert_session, _session_values(child, plan, branch)) is None:
+    if tx.one(sql.insert_session, session_values(child, plan, branch)) is None:
         raise SessionExists("fork child session already exists")
     _insert_context(tx, sql, child.session_id, plan)
     if child.transcript_json is not None:

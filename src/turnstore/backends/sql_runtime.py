@@ -11,12 +11,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from turnstore.backends.sql import Statements, Tx, _session_values
-
-if TYPE_CHECKING:
-    from turnstore.backends.sql import Engine
+from turnstore.backends.sql import Engine, Statements, Tx, session_values
 from turnstore.errors import (
     HeadRevisionConflict,
     InvalidInput,
@@ -220,7 +217,7 @@ def ensure_session(tx: Tx, sql: RuntimeStatements, session_id: str) -> bool:
         return True
     empty = prepare_save(Checkpoint.empty(session_id), (), None, ())
     plan = plan_context_write(None, 0, [])
-    tx.one(sql.base.insert_session, _session_values(empty, plan, None))
+    tx.one(sql.base.insert_session, session_values(empty, plan, None))
     tx.one(sql.lock_session, (session_id,))
     return False
 

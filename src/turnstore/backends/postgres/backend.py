@@ -17,6 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from turnstore.backends.base import WriterStats
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from turnstore.backends.sql import Dialect, SqlBackend, Statements, Tx
+from turnstore.backends.sql_runtime import RuntimeStatements, SqlRuntimeBackend
 from turnstore.errors import ConfigError, ReadOnlyStore, SchemaError, StorageError, TurnstoreError
 
 T = TypeVar("T")
@@ -39,6 +40,7 @@ POSTGRES = Dialect(
     blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
 )
 STATEMENTS = Statements(POSTGRES)
+RUNTIME_STATEMENTS = RuntimeStatements(STATEMENTS)
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _RETRIES = 5
@@ -259,4 +261,5 @@ class PostgresBackend(SqlBackend):
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.options = PostgresOptions.from_url(url)
-        super().__init__(PostgresEngine(self.options, read_only=read_only), STATEMENTS)
+        engine = PostgresEngine(self.options, read_only=read_only)
+        super().__init__(engine, STATEMENTS, SqlRuntimeBackend(engine, RUNTIME_STATEMENTS))

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from turnstore.backends.base import WriterStats
 from turnstore.backends.sql import Dialect, SqlBackend, Statements, Tx
+from turnstore.backends.sql_runtime import RuntimeStatements, SqlRuntimeBackend
 from turnstore.backends.sqlite.connection import (
     BUSY_TIMEOUT_S,
     ReaderPool,
@@ -36,6 +37,7 @@ SQLITE = Dialect(
     blob_write_lock="",
 )
 STATEMENTS = Statements(SQLITE)
+RUNTIME_STATEMENTS = RuntimeStatements(STATEMENTS)
 
 
 class _Tx:
@@ -101,4 +103,4 @@ class SqliteBackend(SqlBackend):
     ) -> None:
         self.path = path
         engine = SqliteEngine(path, busy_timeout_s=busy_timeout_s, read_only=read_only)
-        super().__init__(engine, STATEMENTS)
+        super().__init__(engine, STATEMENTS, SqlRuntimeBackend(engine, RUNTIME_STATEMENTS))
