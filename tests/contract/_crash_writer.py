@@ -1,6 +1,7 @@
 """The writer process of the crash test, and the schedule both sides replay.
 
-Run as `python _crash_writer.py DATABASE`: one thread per session resumes from what
+Run as `python _crash_writer.py STORE`, where STORE is a SQLite path or a `postgresql://`
+URL (anything `turnstore.open_blocking` accepts): one thread per session resumes from what
 `load` returns and saves forever, printing `ack <session> <sequence>` once each save has
 returned. The test kills it at a random instant and replays `advance` from an empty
 checkpoint to know exactly what each acknowledged sequence must look like.
@@ -103,9 +104,9 @@ def _write_forever(store: Any, session_id: str, print_lock: threading.Lock) -> N
             sys.stdout.flush()
 
 
-def main(path: str) -> None:
-    """Save on every session from its own thread until killed."""
-    store = open_blocking(path)
+def main(store_url: str) -> None:
+    """Save on every session of the store at `store_url` from its own thread until killed."""
+    store = open_blocking(store_url)
     print_lock = threading.Lock()
     failed = threading.Event()
 

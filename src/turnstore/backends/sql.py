@@ -87,6 +87,7 @@ SESSION_COLUMNS = (
     "session_id, parent_session_id, parent_sequence, latest_sequence, catalog_visible,"
     " first_user_message, session_context_json, execution_stats_json, created_at, updated_at"
 )
+_DELTA_KINDS = "('agent_message_content_delta', 'agent_reasoning_content_delta')"
 _CATALOG_ORDER = " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?"
 _AFTER_CURSOR = "(updated_at, latest_sequence, session_id) < (?, ?, ?)"
 
@@ -135,10 +136,13 @@ class Statements:
             "INSERT INTO execution_journal (session_id, sequence, record_json, started_at_ms)"
             " VALUES (?, ?, ?, ?)"
         )
+        # Naming the delta kinds lets the step index (session_id, model_step_id, event_kind)
+        # serve the read (only delta events carry a stream phase). The rows are put in
+        # sequence order by the caller: with an ORDER BY here SQLite would rather walk the
+        # session's whole journal in primary-key order than sort one step's deltas.
         self.step_deltas = q(
-            "SELECT stream_phase, recorded_at_ms, delta_bytes FROM event_journal"
-            " WHERE session_id = ? AND model_step_id = ? AND stream_phase IS NOT NULL"
-            " ORDER BY sequence"
+            "SELECT sequence, stream_phase, recorded_at_ms, delta_bytes FROM event_journal"
+            f" WHERE session_id = ? AND model_step_id = ? AND event_kind IN {_DELTA_KINDS}"
         )
         self.insert_event = q(
             "INSERT INTO event_journal (session_id, sequence, recorded_at_ms, event_kind,"
@@ -150,7 +154,7 @@ class Statements:
         )
         self.delete_step_deltas = q(
             "DELETE FROM event_journal WHERE session_id = ? AND model_step_id = ?"
-            " AND event_kind IN ('agent_message_content_delta', 'agent_reasoning_content_delta')"
+            f" AND event_kind IN {_DELTA_KINDS}"
         )
         self.delete_older_token_counts = q(
             "DELETE FROM event_journal"
@@ -428,7 +432,8 @@ def _store_event(
     index = event.index
     metrics: list[StreamMetrics] = []
     if index.kind == "model_step_completed" and index.model_step_id is not None:
-        metrics = stream_metrics(tx.all(sql.step_deltas, (session_id, index.model_step_id)))
+        rows = sorted(tx.all(sql.step_deltas, (session_id, index.model_step_id)))
+        metrics = stream_metrics((phase, at_ms, size) for _, phase, at_ms, size in rows)
     if not event.transient:
         tx.run(
             sql.insert_event,

@@ -71,11 +71,14 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE parent_session_id IS NOT NULL;
     CREATE INDEX execution_journal_recent_idx
         ON execution_journal(started_at_ms DESC, session_id DESC, sequence DESC);
+    -- Covers the stream-metric read of a completed step, so it touches only that step's rows.
     CREATE INDEX event_journal_step_idx
-        ON event_journal(session_id, model_step_id, event_kind)
+        ON event_journal(session_id, model_step_id, event_kind, sequence, stream_phase,
+                         recorded_at_ms, delta_bytes)
         WHERE model_step_id IS NOT NULL;
+    -- event_kind is a key column so SQLite's planner prefers this over the primary key.
     CREATE INDEX event_journal_token_count_idx
-        ON event_journal(session_id, sequence) WHERE event_kind = 'token_count';
+        ON event_journal(session_id, event_kind, sequence) WHERE event_kind = 'token_count';
     """,
     # 2: the runtime face. Every table hangs off `sessions`, so deleting a session deletes
     # what the runtime stored for it; blobs are shared by content and swept by gc_unreachable,

@@ -1,0 +1,575 @@
+"""Contract: the performance shape — every hot statement is served by the index meant for it.
+
+DESIGN.md promises that catalog, transcript, event and execution pages are keyset queries
+(cost grows with the page, not the table) and that loading the latest checkpoint is one
+indexed read. These tests fill a store through the public API (300 sessions of three owners,
+30 forks, and one session with 500 saves carrying transcript batches, executions and
+streamed events), take the backend's real statements from its `STATEMENTS` object and read
+their query plans:
+
+- SQLite: `EXPLAIN QUERY PLAN` on the store's file, without `ANALYZE` (the store never runs
+  it, so these are the plans a real store gets). A statement must `SEARCH` the intended index
+  with the intended key constraint (an unbounded `SCAN … USING INDEX` is allowed only for the
+  first page of a whole-table order, which `LIMIT` stops), never `SCAN` a table without an
+  index, and never `USE TEMP B-TREE FOR ORDER BY`.
+- PostgreSQL: `ANALYZE` first, then `EXPLAIN (FORMAT JSON)` with the real parameters, the
+  custom plan the store gets. On tables this small the planner may legitimately prefer a
+  sequential scan, or a bitmap scan plus a sort (the big session holds about half of some
+  tables; a tenth of the catalog is cheaper to read whole and sort than to walk in order).
+  When the real plan is not the intended one, the statement is planned again on one
+  connection with `SET enable_seqscan = off` and `SET enable_sort = off` — which make those
+  nodes prohibitively expensive, not impossible — and that plan must be an Index Scan
+  (possibly Backward) or Index Only Scan of the intended index, with the keyset bounds in its
+  Index Cond and no Sort node: proof that the index serves the query in order, so its cost
+  follows the page once the tables are large. Statements without an order to keep (deletes,
+  one-row lookups, the tree walk) may also read the index through a Bitmap Index Scan.
+
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import turnstore
+from conftest import BACKENDS, POSTGRES_URL, Database, postgres_connection, require_postgres
+from turnstore import (
+    ActiveExecution,
+    AgentMessageContentDeltaEvent,
+    AgentReasoningContentDeltaEvent,
+    Checkpoint,
+    Event,
+    ModelStepCompleted,
+    ModelStepCompletedEvent,
+    ModelStepFailed,
+    ModelStepStartedEvent,
+    SessionContext,
+    TimestampedEvent,
+    TokenCountEvent,
+    TokenUsage,
+    TurnCompleteEvent,
+    TurnStartedEvent,
+    WarningEvent,
+)
+from turnstore.backends.sql import Statements
+
+SESSIONS = 300
+FORKS = 30
+BIG = "big-session"
+BIG_SAVES = 500
+PAGE = 50
+BEFORE = 250
+"""The continuation cursor into the big session's journals: a sequence in the middle."""
+FAILED_STEP = f"step-{BEFORE}"
+"""A model step of the big session that failed, so its streamed deltas stay journaled."""
+SMALL_OWNER = "owner-c"
+"""The owner the owner-filtered pages ask for: it holds a tenth of the catalog."""
+PRIMARY_KEY = "primary key"
+"""Stands for a table's primary-key index, whatever the backend calls it."""
+CATALOG_ORDER = ("updated_at", "latest_sequence", "session_id")
+
+Term = tuple[str | tuple[str, ...], str]
+"""One bound the index must apply: a column (or a row of columns) and its operator."""
+
+
+# --- the data ----------------------------------------------------------------------------------
+
+
+def _owner(index: int) -> str:
+    """Seven sessions in ten belong to owner-a, two to owner-b, one to owner-c."""
+    slot = index % 10
+    return "owner-a" if slot < 7 else "owner-b" if slot < 9 else SMALL_OWNER
+
+
+def _stamped(recorded_at_ms: int, msg: Any) -> TimestampedEvent:
+    return TimestampedEvent(recorded_at_ms=recorded_at_ms, event=Event(msg=msg))
+
+
+def _finish_turn(checkpoint: Checkpoint, turn_id: str, started_at_ms: int) -> Any:
+    checkpoint.active_execution = ActiveExecution(
+        submission_id=f"submission-{turn_id}", turn_id=turn_id, started_at_ms=started_at_ms
+    )
+    return checkpoint.finish_execution("completed", started_at_ms + 5)
+
+
+def _fill_small_session(store: turnstore.BlockingStore, index: int) -> None:
+    """Two saves, each with a transcript batch, an execution, a warning and a token count."""
+    checkpoint = Checkpoint(
+        session_id=f"session-{index:03d}",
+        session_context=SessionContext(owner_id=_owner(index)),
+        first_user_message=f"hello {index}",
+    )
+    for sequence in (1, 2):
+        checkpoint.sequence = sequence
+        checkpoint.context.append({"role": "user", "content": f"message {sequence}"})
+        execution = _finish_turn(checkpoint, f"turn-{sequence}", index * 1_000 + sequence)
+        events = [
+            _stamped(sequence, WarningEvent(message=f"warning {sequence}")),
+            _stamped(sequence, TokenCountEvent(total_usage=TokenUsage())),
+        ]
+        store.save_with_events(checkpoint, [{"text": f"batch {sequence}"}], execution, events)
+
+
+def _fill_big_session(store: turnstore.BlockingStore) -> None:
+    """500 saves: one turn each, whose model step streams two deltas and then completes.
+
+    Every fifth step fails, so its deltas stay in the journal as an interrupted step's would.
+    """
+    checkpoint = Checkpoint(session_id=BIG, session_context=SessionContext(owner_id="owner-a"))
+    for sequence in range(1, BIG_SAVES + 1):
+        checkpoint.sequence = sequence
+        checkpoint.context.append({"role": "assistant", "content": f"answer {sequence}"})
+        turn, step = f"turn-{sequence}", f"step-{sequence}"
+        execution = _finish_turn(checkpoint, turn, 10_000_000 + sequence)
+        ids = {"session_id": BIG, "turn_id": turn, "model_step_id": step}
+        outcome = ModelStepFailed(message="boom") if sequence % 5 == 0 else None
+        events = [
+            _stamped(sequence, TurnStartedEvent(turn_id=turn)),
+            _stamped(sequence, ModelStepStartedEvent(**ids, step_index=0, started_at_ms=sequence)),
+            _stamped(sequence, AgentReasoningContentDeltaEvent(**ids, delta="thinking")),
+            _stamped(
+                sequence, AgentMessageContentDeltaEvent(**ids, delta="answer", phase="final_answer")
+            ),
+            _stamped(
+                sequence,
+                ModelStepCompletedEvent(
+                    **ids,
+                    step_index=0,
+                    started_at_ms=sequence,
+                    completed_at_ms=sequence + 1,
+                    outcome=outcome or ModelStepCompleted(end_turn=True),
+                ),
+            ),
+            _stamped(sequence, TokenCountEvent(total_usage=TokenUsage())),
+            _stamped(sequence, TurnCompleteEvent(turn_id=turn)),
+        ]
+        store.save_with_events(checkpoint, [{"text": f"batch {sequence}"}], execution, events)
+
+
+def _fill(url: str) -> None:
+    with turnstore.open_blocking(url) as store, ThreadPoolExecutor(8) as pool:
+        big = pool.submit(_fill_big_session, store)
+        list(pool.map(lambda index: _fill_small_session(store, index), range(SESSIONS)))
+        for index in range(FORKS):
+            store.fork(f"session-{index:03d}", 1, Checkpoint.empty(f"fork-{index:03d}"))
+        big.result()
+
+
+# --- reading plans -----------------------------------------------------------------------------
+
+
+class Plans:
+    """A filled store of one backend, its statements, and sample parameters."""
+
+    backend: str
+
+    def __init__(self, database: Database, sql: Statements) -> None:
+        self.database = database
+        self.sql = sql
+        catalog = f"SELECT {', '.join(CATALOG_ORDER)} FROM sessions"
+        order = f" ORDER BY {' DESC, '.join(CATALOG_ORDER)} DESC LIMIT 1 OFFSET ?"
+        (self.catalog_cursor,) = database.query(catalog + order, (100,))
+        (self.owner_cursor,) = database.query(
+            catalog + " WHERE owner_id = ?" + order, (SMALL_OWNER, 10)
+        )
+        ((self.latest_token_count,),) = database.query(
+            "SELECT MAX(sequence) FROM event_journal"
+            " WHERE session_id = ? AND event_kind = 'token_count'",
+            (BIG,),
+        )
+        assert self.latest_token_count is not None
+        deltas = database.count(
+            "event_journal", "model_step_id = ? AND stream_phase IS NOT NULL", (FAILED_STEP,)
+        )
+        assert deltas == 2, "the failed step keeps its two deltas"
+
+    def check(
+        self,
+        statement: str,
+        params: Sequence[Any],
+        *,
+        table: str,
+        index: str,
+        bounds: Sequence[Term] = (),
+        ordered: bool = True,
+    ) -> None:
+        """Assert `statement` reads `table` through `index`, bounded by `bounds`.
+
+        `ordered`: the index also delivers the statement's order, so nothing is sorted.
+        """
+        raise NotImplementedError
+
+
+class SqlitePlans(Plans):
+    backend = "sqlite"
+
+    def _index_words(self, table: str, index: str) -> str:
+        if index != PRIMARY_KEY:
+            return f"INDEX {index}"
+        ((schema,),) = self.database.query(
+            "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", (table,)
+        )
+        if "WITHOUT ROWID" in schema.upper():
+            return "PRIMARY KEY"
+        # A rowid table's non-integer primary key is a separate automatic index.
+        (name,) = [
+            row[1] for row in self.database.query(f"PRAGMA index_list({table})") if row[3] == "pk"
+        ]
+        return f"INDEX {name}"
+
+    def plan(self, statement: str, params: Sequence[Any]) -> list[str]:
+        """The detail lines of `EXPLAIN QUERY PLAN`."""
+        return [
+            row[3] for row in self.database.query("EXPLAIN QUERY PLAN " + statement, tuple(params))
+        ]
+
+    def check(self, statement, params, *, table, index, bounds=(), ordered=True):
+        plan = self.plan(statement, params)
+        shown = "\n  ".join([statement, *plan])
+        tables = {row[0] for row in self.database.query("SELECT name FROM sqlite_schema")}
+        full_scans = [line for line in plan if line.removeprefix("SCAN ") in tables | {table}]
+        assert not full_scans, f"a table is scanned without an index:\n  {shown}"
+        if ordered:
+            assert not any(line.startswith("USE TEMP B-TREE") for line in plan), shown
+        reads = [line for line in plan if re.match(rf"(SEARCH|SCAN) {table}\b", line)]
+        assert len(reads) == 1, shown
+        using = re.escape(self._index_words(table, index))
+        match = re.fullmatch(
+            rf"(SEARCH|SCAN) {table} USING (?:COVERING )?{using}(?: \((.*)\))?", reads[0]
+        )
+        assert match is not None, f"{index} is not used:\n  {shown}"
+        if bounds:
+            assert match[1] == "SEARCH", f"{index} is not searched by key:\n  {shown}"
+            constraint = match[2] or ""
+            assert constraint.startswith(_sqlite_bounds(bounds)), f"unbounded read:\n  {shown}"
+
+
+def _sqlite_bounds(bounds: Sequence[Term]) -> str:
+    def term(column: str | tuple[str, ...], op: str) -> str:
+        if isinstance(column, str):
+            return f"{column}{op}?"
+        return f"({','.join(column)}){op}({','.join('?' * len(column))})"
+
+    return " AND ".join(term(column, op) for column, op in bounds)
+
+
+class PostgresPlans(Plans):
+    backend = "postgres"
+
+    def plan(self, statement: str, params: Sequence[Any], *, forced: bool) -> dict[str, Any]:
+        """The JSON plan's root node, planned on one connection (with seqscan and sort off)."""
+        with postgres_connection(self.database.schema) as connection:
+            if forced:
+                connection.execute("SET enable_seqscan = off")
+                connection.execute("SET enable_sort = off")
+            row = connection.execute("EXPLAIN (FORMAT JSON) " + statement, tuple(params)).fetchone()
+        assert row is not None
+        root: dict[str, Any] = row[0][0]["Plan"]
+        return root
+
+    def check(self, statement, params, *, table, index, bounds=(), ordered=True):
+        index = f"{table}_pkey" if index == PRIMARY_KEY else index
+        real = self.plan(statement, params, forced=False)
+        if not _pg_problems(real, table, index, bounds, ordered):
+            return
+        forced = self.plan(statement, params, forced=True)
+        problems = _pg_problems(forced, table, index, bounds, ordered)
+        assert not problems, (
+            f"{statement}\nreal plan:\n{_pg_show(real)}\n"
+            f"plan with enable_seqscan and enable_sort off:\n{_pg_show(forced)}\n"
+            + "\n".join(problems)
+        )
+
+
+def _pg_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _pg_nodes(child)
+
+
+def _pg_show(node: dict[str, Any], depth: int = 0) -> str:
+    keys = ("Relation Name", "Index Name", "Scan Direction", "Index Cond", "Filter", "Sort Key")
+    details = ", ".join(f"{key}: {node[key]}" for key in keys if key in node)
+    lines = [f"{'  ' * depth}{node['Node Type']} ({details})"]
+    lines.extend(_pg_show(child, depth + 1) for child in node.get("Plans", ()))
+    return "\n".join(lines)
+
+
+def _pg_bound(column: str | tuple[str, ...], op: str) -> str:
+    if isinstance(column, str):
+        return f"{column} {op} "
+    return f"ROW({', '.join(column)}) {op} ROW("
+
+
+def _pg_problems(
+    root: dict[str, Any], table: str, index: str, bounds: Sequence[Term], ordered: bool
+) -> list[str]:
+    nodes = list(_pg_nodes(root))
+    problems = [
+        f"sequential scan of {node['Relation Name']}"
+        for node in nodes
+        if node["Node Type"] == "Seq Scan"
+    ]
+    if ordered:
+        problems.extend(
+            f"{node['Node Type']} node" for node in nodes if "Sort" in node["Node Type"]
+        )
+    kinds = ("Index Scan", "Index Only Scan") + (() if ordered else ("Bitmap Index Scan",))
+    scans = [node for node in nodes if node.get("Index Name") == index]
+    if not scans:
+        return [*problems, f"{index} is not used"]
+    for scan in scans:
+        if scan["Node Type"] not in kinds:
+            problems.append(f"{index} is read by a {scan['Node Type']}, not {' or '.join(kinds)}")
+        condition = scan.get("Index Cond", "")
+        problems.extend(
+            f"{_pg_bound(column, op).strip()} is not in the Index Cond of {index}"
+            for column, op in bounds
+            if _pg_bound(column, op) not in condition
+        )
+    return problems
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def plans(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Plans]:
+    """A store of each backend filled once for the module, with its statements."""
+    backend = str(request.param)
+    if backend == "sqlite":
+        from turnstore.backends.sqlite.backend import STATEMENTS
+
+        path = tmp_path_factory.mktemp("plans") / "turnstore.sqlite3"
+        _fill(str(path))
+        yield SqlitePlans(Database(backend, path, ""), STATEMENTS)
+        return
+    require_postgres()
+    from turnstore.backends.postgres.backend import STATEMENTS as PG_STATEMENTS
+
+    schema = f"test_{uuid.uuid4().hex}"
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    try:
+        _fill(f"{POSTGRES_URL}{separator}schema={schema}")
+        database = Database(backend, Path(), schema)
+        tables = "sessions, context_chunks, transcript_delta, execution_journal, event_journal"
+        database.query(f"ANALYZE {tables}")
+        yield PostgresPlans(database, PG_STATEMENTS)
+    finally:
+        with postgres_connection() as connection:
+            connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+# --- journals ----------------------------------------------------------------------------------
+
+JOURNAL_FIRST: tuple[Term, ...] = (("session_id", "="),)
+JOURNAL_NEXT: tuple[Term, ...] = (("session_id", "="), ("sequence", "<"))
+
+
+def test_transcript_first_page_walks_the_primary_key_newest_first(plans):
+    """The transcript's first page is a backward range scan of transcript_delta's primary key."""
+    plans.check(
+        plans.sql.transcript_pages[0],
+        (BIG, PAGE),
+        table="transcript_delta",
+        index=PRIMARY_KEY,
+        bounds=JOURNAL_FIRST,
+    )
+
+
+def test_transcript_continuation_page_is_a_keyset_range_of_the_primary_key(plans):
+    """The transcript's continuation page is a primary-key range scan bounded by the cursor."""
+    plans.check(
+        plans.sql.transcript_pages[1],
+        (BIG, BEFORE, PAGE),
+        table="transcript_delta",
+        index=PRIMARY_KEY,
+        bounds=JOURNAL_NEXT,
+    )
+
+
+def test_event_first_page_walks_the_primary_key_newest_first(plans):
+    """The event journal's first page is a backward range scan of event_journal's primary key."""
+    plans.check(
+        plans.sql.event_pages[0],
+        (BIG, PAGE),
+        table="event_journal",
+        index=PRIMARY_KEY,
+        bounds=JOURNAL_FIRST,
+    )
+
+
+def test_event_continuation_page_is_a_keyset_range_of_the_primary_key(plans):
+    """The event journal's continuation page is a primary-key range scan bounded by the cursor."""
+    plans.check(
+        plans.sql.event_pages[1],
+        (BIG, BEFORE, PAGE),
+        table="event_journal",
+        index=PRIMARY_KEY,
+        bounds=JOURNAL_NEXT,
+    )
+
+
+def test_execution_first_page_walks_the_primary_key_newest_first(plans):
+    """The execution journal's first page is a backward range scan of its primary key."""
+    plans.check(
+        plans.sql.execution_pages[0],
+        (BIG, PAGE),
+        table="execution_journal",
+        index=PRIMARY_KEY,
+        bounds=JOURNAL_FIRST,
+    )
+
+
+def test_execution_continuation_page_is_a_keyset_range_of_the_primary_key(plans):
+    """The execution journal's continuation page is a primary-key range scan from the cursor."""
+    plans.check(
+        plans.sql.execution_pages[1],
+        (BIG, BEFORE, PAGE),
+        table="execution_journal",
+        index=PRIMARY_KEY,
+        bounds=JOURNAL_NEXT,
+    )
+
+
+def test_recent_executions_walk_the_recent_index(plans):
+    """Recent executions across sessions are the head of execution_journal_recent_idx."""
+    plans.check(
+        plans.sql.recent_executions,
+        (PAGE,),
+        table="execution_journal",
+        index="execution_journal_recent_idx",
+    )
+
+
+# --- catalog -----------------------------------------------------------------------------------
+
+
+def test_catalog_first_page_walks_the_recent_index(plans):
+    """The catalog's first page is the head of sessions_recent_idx, in index order."""
+    plans.check(
+        plans.sql.catalog_pages[(False, False)],
+        (PAGE,),
+        table="sessions",
+        index="sessions_recent_idx",
+    )
+
+
+def test_catalog_continuation_page_is_a_keyset_range_of_the_recent_index(plans):
+    """The catalog's continuation page is an index range scan of sessions_recent_idx."""
+    plans.check(
+        plans.sql.catalog_pages[(False, True)],
+        (*plans.catalog_cursor, PAGE),
+        table="sessions",
+        index="sessions_recent_idx",
+        bounds=((CATALOG_ORDER, "<"),),
+    )
+
+
+def test_owner_catalog_first_page_is_a_range_of_the_owner_index(plans):
+    """An owner's first catalog page is an index range scan of sessions_owner_recent_idx."""
+    plans.check(
+        plans.sql.catalog_pages[(True, False)],
+        (SMALL_OWNER, PAGE),
+        table="sessions",
+        index="sessions_owner_recent_idx",
+        bounds=(("owner_id", "="),),
+    )
+
+
+def test_owner_catalog_continuation_page_is_a_keyset_range_of_the_owner_index(plans):
+    """An owner's continuation page is a sessions_owner_recent_idx range bounded by the cursor."""
+    plans.check(
+        plans.sql.catalog_pages[(True, True)],
+        (SMALL_OWNER, *plans.owner_cursor, PAGE),
+        table="sessions",
+        index="sessions_owner_recent_idx",
+        bounds=(("owner_id", "="), (CATALOG_ORDER, "<")),
+    )
+
+
+# --- loading and saving ------------------------------------------------------------------------
+
+
+def test_loading_the_checkpoint_row_is_one_primary_key_lookup(plans):
+    """Loading the latest checkpoint reads one sessions row through its primary key."""
+    plans.check(
+        plans.sql.load_row,
+        (BIG,),
+        table="sessions",
+        index=PRIMARY_KEY,
+        bounds=(("session_id", "="),),
+        ordered=False,
+    )
+
+
+def test_loading_the_context_is_an_ordered_range_of_the_chunk_primary_key(plans):
+    """A checkpoint's context chunks are one context_chunks primary-key range, in order."""
+    plans.check(
+        plans.sql.load_chunks,
+        (BIG,),
+        table="context_chunks",
+        index=PRIMARY_KEY,
+        bounds=(("session_id", "="),),
+    )
+
+
+def test_completing_a_model_step_reads_only_that_steps_deltas(plans):
+    """A completed model step reads its deltas through event_journal_step_idx, not the session.
+
+    The index is (session_id, model_step_id, event_kind, sequence, ...) and covers the columns
+    read; the statement has no ORDER BY (the caller sorts the one step's rows).
+    """
+    plans.check(
+        plans.sql.step_deltas,
+        (BIG, FAILED_STEP),
+        table="event_journal",
+        index="event_journal_step_idx",
+        bounds=(("session_id", "="), ("model_step_id", "=")),
+        ordered=False,
+    )
+
+
+def test_compacting_a_model_step_deletes_through_the_step_index(plans):
+    """Compacting a completed step deletes its deltas through event_journal_step_idx."""
+    plans.check(
+        plans.sql.delete_step_deltas,
+        (BIG, FAILED_STEP),
+        table="event_journal",
+        index="event_journal_step_idx",
+        bounds=(("session_id", "="), ("model_step_id", "=")),
+        ordered=False,
+    )
+
+
+def test_a_token_count_deletes_older_ones_through_the_partial_index(plans):
+    """A token count deletes the older ones through the partial event_journal_token_count_idx."""
+    plans.check(
+        plans.sql.delete_older_token_counts,
+        (BIG, plans.latest_token_count),
+        table="event_journal",
+        index="event_journal_token_count_idx",
+        bounds=(("session_id", "="), ("event_kind", "="), ("sequence", "<")),
+        ordered=False,
+    )
+
+
+# --- deletion ----------------------------------------------------------------------------------
+
+
+def test_a_session_tree_finds_children_through_the_parent_index(plans):
+    """A session tree finds each node's children by a lookup of sessions_parent_idx."""
+    # SQLite names the recursive step's table by its alias.
+    plans.check(
+        plans.sql.session_tree,
+        (plans.sql.dialect.id_list(["session-000"]),),
+        table="child" if plans.backend == "sqlite" else "sessions",
+        index="sessions_parent_idx",
+        bounds=(("parent_session_id", "="),),
+        ordered=False,
+    )
