@@ -92,6 +92,19 @@ class PostgresOptions:
         return text.replace(password, "***") if password else text
 
 
+def translated(options: PostgresOptions, call: Callable[[], T]) -> T:
+    """Run `call`, turning driver errors into `StorageError` with no trace of the original.
+
+    The new error is raised outside the `except` block so it carries no `__context__`: the
+    driver's own error can quote connection details that must not reach logs.
+    """
+    try:
+        return call()
+    except (psycopg.Error, PoolTimeout) as error:
+        failure = storage_error(error, options)
+    raise failure
+
+
 def storage_error(error: BaseException, options: PostgresOptions) -> StorageError:
     """Wrap a driver error in the public hierarchy; connection loss and lock races retry."""
     retryable = isinstance(
@@ -148,7 +161,8 @@ class PostgresEngine:
         settings = f"-c search_path={options.schema}"
         if self._read_only:
             settings += " -c default_transaction_read_only=on"
-        try:
+
+        def connect() -> ConnectionPool[psycopg.Connection[Any]]:
             # One direct connection first, so an unreachable server fails at once with the
             # server's own reason instead of a pool time-out.
             psycopg.connect(options.conninfo, connect_timeout=10).close()
@@ -162,11 +176,15 @@ class PostgresEngine:
                 open=False,
             )
             pool.open(wait=options.pool_min_size > 0, timeout=options.pool_timeout_s)
-        except (psycopg.Error, PoolTimeout) as error:
-            raise storage_error(error, options) from None
+            return pool
+
+        pool = translated(options, connect)
         return pool
 
     def _prepare_schema(self) -> None:
+        translated(self._options, self._migrate)
+
+    def _migrate(self) -> None:
         schema = self._options.schema
         with self._pool.connection() as connection, connection.transaction():
             # One migrator at a time per schema, across processes and hosts.
@@ -209,16 +227,16 @@ class PostgresEngine:
 
     def read(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in one repeatable-read, read-only transaction."""
-        try:
+
+        def transaction() -> T:
             with self._pool.connection() as connection:
                 connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 try:
-                    result = work(_Tx(connection))
+                    return work(_Tx(connection))
                 finally:
                     connection.execute("COMMIT")
-                return result
-        except (psycopg.Error, PoolTimeout) as error:
-            raise storage_error(error, self._options) from None
+
+        return translated(self._options, transaction)
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Run `work` in its own transaction on a writer thread."""
@@ -227,23 +245,27 @@ class PostgresEngine:
         return self._writes.submit(self._write_now, work)
 
     def _write_now(self, work: Callable[[Tx], T]) -> T:
-        for attempt in range(_RETRIES):
+        def transaction() -> T:
+            with self._pool.connection() as connection, connection.transaction():
+                return work(_Tx(connection))
+
+        for _ in range(_RETRIES):
             try:
-                with self._pool.connection() as connection, connection.transaction():
-                    result = work(_Tx(connection))
+                result = transaction()
             except (errors.DeadlockDetected, errors.SerializationFailure) as error:
                 # The transaction was rolled back whole; running it again is safe.
-                if attempt + 1 == _RETRIES:
-                    raise storage_error(error, self._options) from None
+                failure = storage_error(error, self._options)
                 continue
             except TurnstoreError:
                 raise
             except (psycopg.Error, PoolTimeout) as error:
-                raise storage_error(error, self._options) from None
+                failure = storage_error(error, self._options)
+                break
             with self._counter:
                 self._transactions += 1
             return result
-        raise AssertionError("unreachable")
+        # Raised outside the `except` blocks, so the driver's error is not its context.
+        raise failure
 
     def writer_stats(self) -> WriterStats:
         """Return how many write transactions committed (one write each)."""
