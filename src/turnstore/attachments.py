@@ -28,11 +28,15 @@ class FileAttachmentStore:
         self.root = Path(root).resolve()
 
     def path_for(self, session_id: str, attachment_id: str) -> Path:
-        """Where an attachment's bytes live; ids may not climb out of the root."""
-        path = (self.root / session_id / attachment_id).resolve()
-        if not path.is_relative_to(self.root) or path.parent == self.root:
-            raise InvalidInput("attachment and session ids must name a file inside the root")
-        return path
+        """Where an attachment's bytes live: `root/<session_id>/<attachment_id>`.
+
+        Both ids must be plain file names, so no id can reach another session's folder or
+        leave the root.
+        """
+        for value in (session_id, attachment_id):
+            if value in ("", ".", "..") or any(mark in value for mark in ("/", "\\", "\x00")):
+                raise InvalidInput("attachment and session ids must be plain file names")
+        return self.root / session_id / attachment_id
 
     def put(self, runtime: BlockingRuntimeStore, attachment_id: str, data: bytes) -> Path:
         """Record the intent, then write the bytes durably; commit the id with the turn."""
