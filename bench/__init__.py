@@ -1,0 +1,1 @@
+"""The agent-loop benchmark: turnstore and the stores people would otherwise use, one process."""

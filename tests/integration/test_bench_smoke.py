@@ -1,0 +1,132 @@
+"""A smoke run of the benchmark at tiny sizes, so `bench/` cannot rot; numbers are not judged.
+
+One `python -m bench.agent_loop --smoke` run (2 sessions x 3 turns, scaling 2,4, 4 concurrent
+sessions) feeds every test here. Peers whose packages are missing are skipped by name with
+the install command; PostgreSQL rows run when the test server answers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import POSTGRES_URL, REQUIRE_POSTGRES, postgres_unavailable
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.agent_loop import PeerSpec, importable, peer_specs  # noqa: E402
+from bench.measure import proc_io_available  # noqa: E402
+
+SMOKE_TURNS = 2 * 3
+"""Turns of the throughput phase at --smoke sizes."""
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    """The JSON document and printed report of one smoke run."""
+    where = tmp_path_factory.mktemp("bench")
+    out = where / "bench.json"
+    reason = postgres_unavailable()
+    if reason is not None and REQUIRE_POSTGRES:
+        pytest.fail(f"TURNSTORE_REQUIRE_POSTGRES=1 but {reason}")
+    postgres = ["--no-postgres"] if reason else ["--postgres-url", POSTGRES_URL]
+    command = [sys.executable, "-m", "bench.agent_loop", "--smoke", "--json", str(out)]
+    done = subprocess.run(
+        [*command, "--dir", str(where), *postgres],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text()), done.stdout
+
+
+def _runnable(spec: PeerSpec) -> None:
+    missing = [module for module in spec.requires if not importable(module)]
+    if missing:
+        pytest.skip(f"{spec.name}: {', '.join(missing)} not installed (pip install -e '.[bench]')")
+    if spec.backend == "postgres" and (reason := postgres_unavailable()) is not None:
+        pytest.skip(f"{spec.name}: {reason}")
+
+
+@pytest.mark.parametrize("spec", peer_specs(), ids=lambda spec: spec.name)
+def test_every_available_peer_reports_positive_numbers(
+    smoke: tuple[dict[str, Any], str], spec: PeerSpec
+) -> None:
+    """A peer that can run here saved every turn and measured time, bytes and size."""
+    _runnable(spec)
+    doc, _ = smoke
+    assert doc["peers"][spec.name]["status"] == "ran"
+    row = doc["throughput"][spec.name]
+    assert row["turns"] == SMOKE_TURNS
+    for key in ("turns_per_s", "save_p50_ms", "save_p99_ms", "store_bytes", "store_vs_payload"):
+        assert row[key] > 0, key
+    if proc_io_available() or spec.backend == "postgres":
+        assert row["bytes_written_per_turn"] > 0
+    for key in ("load_latest_ms", "catalog_page_ms"):
+        assert row[key] is None or row[key] > 0, key
+    if spec.scaling:
+        points = doc["scaling"][spec.name]
+        assert [point["turns"] for point in points] == [2, 4]
+        assert all(point["save_s"] > 0 and point["bytes_written"] >= 0 for point in points)
+
+
+def test_turnstore_reads_and_catalog_are_measured(smoke: tuple[dict[str, Any], str]) -> None:
+    """turnstore's rows carry load-latest and catalog latency, and scaling loads."""
+    doc, _ = smoke
+    row = doc["throughput"]["turnstore"]
+    assert row["load_latest_ms"] > 0
+    assert row["catalog_page_ms"] > 0
+    assert all(point["load_s"] > 0 for point in doc["scaling"]["turnstore"])
+
+
+def test_skipped_peers_say_why(smoke: tuple[dict[str, Any], str]) -> None:
+    """Every known peer either ran or names the reason it could not."""
+    doc, _ = smoke
+    assert set(doc["peers"]) == {spec.name for spec in peer_specs()}
+    for name, peer in doc["peers"].items():
+        assert peer["status"] in ("ran", "skipped"), name
+        if peer["status"] == "skipped":
+            assert peer["reason"], name
+
+
+def test_concurrency_rows(smoke: tuple[dict[str, Any], str]) -> None:
+    """The SQLite concurrency phase ran every mode between measured disk-ceiling blocks."""
+    doc, _ = smoke
+    sqlite = doc["concurrency"]["sqlite"]
+    assert sqlite["ceiling_commits_per_s"] > 0
+    assert len(sqlite["ceiling_blocks"]) == len(sqlite["rows"]) + 1
+    assert set(sqlite["modes"]) == {"asyncio tasks", "threads", "asyncio, 1 task"}
+    assert sqlite["modes"]["asyncio tasks"]["writers"] == 4
+    for row in sqlite["rows"]:
+        assert row["turns"] == 4 * 3
+        assert row["turns_per_s"] > 0
+        assert row["transactions"] > 0
+        assert row["vs_ceiling"] > 0
+    if postgres_unavailable() is None:
+        postgres = doc["concurrency"]["postgres"]
+        assert postgres["one_writer_turns_per_s"] > 0
+        assert postgres["many_writers_turns_per_s"] > 0
+
+
+def test_targets_and_table(smoke: tuple[dict[str, Any], str]) -> None:
+    """Every target is judged or marked n/a, and the printed report shows the tables."""
+    doc, printed = smoke
+    assert doc["targets"]
+    for target in doc["targets"]:
+        assert target["status"] in ("PASS", "MISS", "n/a"), target
+        assert target["op"] in (">=", "<=")
+    for section in ("Throughput phase", "Scaling phase", "Concurrency phase", "Targets"):
+        assert section in printed
+    assert doc["rss"]["peak_bytes"] >= doc["rss"]["start_bytes"] > 0
+    assert doc["payload"]["raw_bytes"] > 0
+    assert doc["config"]["smoke"] is True
