@@ -217,3 +217,26 @@ async def test_the_refused_changes_are_accepted_after_an_epoch_bump(store, datab
     await store.save(changed, [{"step": 5}])
     assert await store.load(SESSION) == changed
     assert database.count("context_chunks", "session_id = ?", (SESSION,)) == 1
+
+
+async def test_a_transcript_equal_to_the_appended_context_is_stored_once(store, database):
+    """A transcript batch equal to the items its save appended names that context chunk."""
+    checkpoint = Checkpoint.empty(SESSION)
+    batches = []
+    for step in (1, 2, 3):
+        checkpoint.sequence = step
+        items = _append(checkpoint, step)
+        batches.append(items)
+        await store.save(checkpoint, items)
+    shared = database.count("transcript_delta", "items_json IS NULL AND session_id = ?", (SESSION,))
+    assert shared == 3
+    # A rewrite drops the chunks; the transcript keeps its items.
+    checkpoint.sequence = 4
+    checkpoint.context_epoch += 1
+    checkpoint.context = [{"summary": "short"}]
+    await store.save(checkpoint, [{"note": "rewritten"}])
+    shared = database.count("transcript_delta", "items_json IS NULL AND session_id = ?", (SESSION,))
+    assert shared == 0
+    page = await store.transcript_page(SESSION, TranscriptPageRequest(max_batches=10))
+    assert [batch.items for batch in reversed(page.batches)] == [*batches, [{"note": "rewritten"}]]
+    assert await store.load(SESSION) == checkpoint

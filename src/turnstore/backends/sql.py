@@ -129,8 +129,14 @@ class Statements:
             "INSERT INTO context_chunks (session_id, start, items_json) VALUES (?, ?, ?)"
         )
         self.insert_transcript = q(
-            "INSERT INTO transcript_delta (session_id, sequence, items_json, created_at)"
-            f" VALUES (?, ?, ?, {d.now})"
+            "INSERT INTO transcript_delta (session_id, sequence, items_json, context_start,"
+            f" created_at) VALUES (?, ?, ?, ?, {d.now})"
+        )
+        self.materialize_transcript = q(
+            "UPDATE transcript_delta SET items_json = (SELECT c.items_json FROM context_chunks"
+            " AS c WHERE c.session_id = transcript_delta.session_id"
+            " AND c.start = transcript_delta.context_start), context_start = NULL"
+            " WHERE session_id = ? AND context_start IS NOT NULL"
         )
         self.insert_execution = q(
             "INSERT INTO execution_journal (session_id, sequence, record_json, started_at_ms)"
@@ -205,7 +211,12 @@ class Statements:
         # Each page query comes in two shapes, first page and continuation, so that both
         # are plain keyset range scans of an index (an `? IS NULL OR …` filter is not).
         self.transcript_pages = self._journal(
-            "sequence, created_at, items_json", "transcript_delta"
+            "transcript_delta.sequence, transcript_delta.created_at,"
+            " COALESCE(transcript_delta.items_json, context_chunks.items_json)",
+            "transcript_delta LEFT JOIN context_chunks"
+            " ON context_chunks.session_id = transcript_delta.session_id"
+            " AND context_chunks.start = transcript_delta.context_start",
+            prefix="transcript_delta.",
         )
         self.execution_pages = self._journal("sequence, record_json", "execution_journal")
         self.event_pages = self._journal(
@@ -227,10 +238,11 @@ class Statements:
     def _q(self, sql: str) -> str:
         return sql.replace("?", self.dialect.placeholder)
 
-    def _journal(self, columns: str, table: str) -> tuple[str, str]:
-        base = f"SELECT {columns} FROM {table} WHERE session_id = ?"
-        order = " ORDER BY sequence DESC LIMIT ?"
-        return self._q(base + order), self._q(base + " AND sequence < ?" + order)
+    def _journal(self, columns: str, table: str, prefix: str = "") -> tuple[str, str]:
+        base = f"SELECT {columns} FROM {table} WHERE {prefix}session_id = ?"
+        order = f" ORDER BY {prefix}sequence DESC LIMIT ?"
+        continuation = f"{base} AND {prefix}sequence < ?{order}"
+        return self._q(base + order), self._q(continuation)
 
 
 # --- reads -------------------------------------------------------------------------------------
@@ -369,11 +381,11 @@ def save_script(tx: Tx, sql: Statements, save: PreparedSave) -> list[JournalEven
         )
         tx.run(sql.update_session, (*session_values(save, plan, None)[:10], save.session_id))
         if plan.reset:
+            tx.run(sql.materialize_transcript, (save.session_id,))
             tx.run(sql.delete_context, (save.session_id,))
         latest_event = row[1]
     _insert_context(tx, sql, save.session_id, plan)
-    if save.transcript_json is not None:
-        tx.run(sql.insert_transcript, (save.session_id, save.sequence, save.transcript_json))
+    _insert_transcript(tx, sql, save, plan)
     if save.execution is not None:
         started_at_ms, record_json = save.execution
         tx.run(sql.insert_execution, (save.session_id, save.sequence, record_json, started_at_ms))
@@ -402,6 +414,17 @@ def session_values(
 def _insert_context(tx: Tx, sql: Statements, session_id: str, plan: ContextWrite) -> None:
     if plan.items_json is not None:
         tx.run(sql.insert_context, (session_id, plan.start, plan.items_json.decode()))
+
+
+def _insert_transcript(tx: Tx, sql: Statements, save: PreparedSave, plan: ContextWrite) -> None:
+    delta = save.transcript_json
+    if delta is None:
+        return
+    # The usual agent loop appends to its context exactly what it adds to its transcript:
+    # then the batch names the context chunk instead of holding a second copy.
+    shared = plan.items_json is not None and plan.items_json.decode() == delta
+    row = (None, plan.start) if shared else (delta, None)
+    tx.run(sql.insert_transcript, (save.session_id, save.sequence, *row))
 
 
 def append_event_script(
@@ -469,8 +492,7 @@ def fork_script(tx: Tx, sql: Statements, fork: PreparedFork) -> SessionRow:
     if tx.one(sql.insert_session, session_values(child, plan, branch)) is None:
         raise SessionExists("fork child session already exists")
     _insert_context(tx, sql, child.session_id, plan)
-    if child.transcript_json is not None:
-        tx.run(sql.insert_transcript, (child.session_id, child.sequence, child.transcript_json))
+    _insert_transcript(tx, sql, child, plan)
     row = tx.one(sql.session_row, (child.session_id,))
     assert row is not None
     return _session_row(row)

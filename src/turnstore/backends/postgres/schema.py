@@ -45,9 +45,13 @@ MIGRATIONS: tuple[str, ...] = (
         session_id TEXT COLLATE "C" NOT NULL
             REFERENCES sessions(session_id) ON DELETE CASCADE,
         sequence BIGINT NOT NULL CHECK (sequence >= 0),
-        items_json TEXT NOT NULL,
+        -- A batch equal to the context items its save appended is not stored twice: it names
+        -- that context chunk instead, and is copied back here before a rewrite drops the chunk.
+        items_json TEXT,
+        context_start BIGINT,
         created_at BIGINT NOT NULL,
-        PRIMARY KEY (session_id, sequence)
+        PRIMARY KEY (session_id, sequence),
+        CHECK ((items_json IS NULL) <> (context_start IS NULL))
     );
     CREATE TABLE execution_journal (
         session_id TEXT COLLATE "C" NOT NULL
@@ -76,6 +80,8 @@ MIGRATIONS: tuple[str, ...] = (
         ON sessions(owner_id, updated_at DESC, latest_sequence DESC, session_id DESC);
     CREATE INDEX sessions_parent_idx ON sessions(parent_session_id)
         WHERE parent_session_id IS NOT NULL;
+    CREATE INDEX transcript_delta_context_idx ON transcript_delta(session_id)
+        WHERE context_start IS NOT NULL;
     CREATE INDEX execution_journal_recent_idx
         ON execution_journal(started_at_ms DESC, session_id DESC, sequence DESC);
     -- Covers the stream-metric read of a completed step, so it touches only that step's rows.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the checkpoint store. The checkpoint row keeps the state without its context; the
-    # context lives in append-only chunks so a save writes only what was appended.
+    # context lives in append-only chunks so a save writes only what was appended. Tables of
+    # kilobyte rows are rowid tables: a WITHOUT ROWID b-tree keeps only about a quarter page of
+    # a row in place and spills the rest to half-empty overflow pages.
     """
     CREATE TABLE middleware_state (
         scope TEXT NOT NULL,
@@ -36,21 +38,25 @@ MIGRATIONS: tuple[str, ...] = (
         start INTEGER NOT NULL CHECK (start >= 0),
         items_json TEXT NOT NULL,
         PRIMARY KEY (session_id, start)
-    ) WITHOUT ROWID;
+    );
     CREATE TABLE transcript_delta (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
         sequence INTEGER NOT NULL CHECK (sequence >= 0),
-        items_json TEXT NOT NULL,
+        -- A batch equal to the context items its save appended is not stored twice: it names
+        -- that context chunk instead, and is copied back here before a rewrite drops the chunk.
+        items_json TEXT,
+        context_start INTEGER,
         created_at INTEGER NOT NULL DEFAULT (unixepoch()),
-        PRIMARY KEY (session_id, sequence)
-    ) WITHOUT ROWID;
+        PRIMARY KEY (session_id, sequence),
+        CHECK ((items_json IS NULL) <> (context_start IS NULL))
+    );
     CREATE TABLE execution_journal (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
         sequence INTEGER NOT NULL CHECK (sequence >= 0),
         record_json TEXT NOT NULL,
         started_at_ms INTEGER NOT NULL CHECK (started_at_ms >= 0),
         PRIMARY KEY (session_id, sequence)
-    ) WITHOUT ROWID;
+    );
     CREATE TABLE event_journal (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
         sequence INTEGER NOT NULL CHECK (sequence > 0),
@@ -62,13 +68,15 @@ MIGRATIONS: tuple[str, ...] = (
         event_json TEXT NOT NULL,
         stream_metrics_json TEXT NOT NULL,
         PRIMARY KEY (session_id, sequence)
-    ) WITHOUT ROWID;
+    );
     CREATE INDEX sessions_recent_idx
         ON sessions(updated_at DESC, latest_sequence DESC, session_id DESC);
     CREATE INDEX sessions_owner_recent_idx
         ON sessions(owner_id, updated_at DESC, latest_sequence DESC, session_id DESC);
     CREATE INDEX sessions_parent_idx ON sessions(parent_session_id)
         WHERE parent_session_id IS NOT NULL;
+    CREATE INDEX transcript_delta_context_idx ON transcript_delta(session_id)
+        WHERE context_start IS NOT NULL;
     CREATE INDEX execution_journal_recent_idx
         ON execution_journal(started_at_ms DESC, session_id DESC, sequence DESC);
     -- Covers the stream-metric read of a completed step, so it touches only that step's rows.
@@ -104,7 +112,7 @@ MIGRATIONS: tuple[str, ...] = (
         record_json TEXT NOT NULL,
         tombstoned INTEGER NOT NULL DEFAULT 0 CHECK (tombstoned IN (0, 1)),
         PRIMARY KEY (session_id, node_id)
-    ) WITHOUT ROWID;
+    );
     CREATE INDEX graph_nodes_order_idx ON graph_nodes(session_id, position);
     CREATE TABLE token_ledger (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
@@ -118,7 +126,7 @@ MIGRATIONS: tuple[str, ...] = (
         commit_hash TEXT NOT NULL,
         result_json TEXT NOT NULL,
         PRIMARY KEY (session_id, turn_id)
-    ) WITHOUT ROWID;
+    );
     CREATE TABLE queued_work (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
         batch_id TEXT NOT NULL,
@@ -130,7 +138,7 @@ MIGRATIONS: tuple[str, ...] = (
         claim_owner_id TEXT,
         lease_expires_at_ms INTEGER,
         PRIMARY KEY (session_id, batch_id)
-    ) WITHOUT ROWID;
+    );
     CREATE UNIQUE INDEX queued_work_order_idx ON queued_work(session_id, position);
     CREATE INDEX queued_work_claim_idx ON queued_work(claim_id) WHERE claim_id IS NOT NULL;
     CREATE TABLE attachment_manifest (

@@ -126,18 +126,24 @@ class GroupCommitWriter:
             connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
             return [], [(job, storage_error(error)) for job in jobs], []
+        # A lone write needs no savepoint: if it fails, the whole transaction is rolled back.
+        isolate = len(jobs) > 1
         for position, job in enumerate(jobs):
-            connection.execute("SAVEPOINT job")
+            if isolate:
+                connection.execute("SAVEPOINT job")
             try:
                 value = job.work(connection)
             except BaseException as error:
                 failed.append((job, _public(error)))
-                if not connection.in_transaction:
+                if not connection.in_transaction or not isolate:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
                     return [], failed, [queued for queued, _ in done] + jobs[position + 1 :]
                 connection.execute("ROLLBACK TO job")
                 connection.execute("RELEASE job")
             else:
-                connection.execute("RELEASE job")
+                if isolate:
+                    connection.execute("RELEASE job")
                 done.append((job, value))
         try:
             connection.execute("COMMIT")
