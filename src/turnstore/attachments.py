@@ -56,19 +56,27 @@ class FileAttachmentStore:
             file.flush()
             os.fsync(file.fileno())
         os.replace(partial, path)
+        # The rename is durable only once the folder's entry is on disk too.
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
         return path
 
     def sweep(self, runtime: BlockingRuntimeStore, older_than_ms: int) -> list[str]:
         """Delete payloads of intents older than `older_than_ms` that no commit referenced.
 
-        Returns the attachment ids reclaimed. Only files under the root are deleted; the
-        manifest row is forgotten after its file is gone, so a crash mid-sweep is retried.
+        Returns the attachment ids reclaimed. Only files under the root are deleted.
         """
         reclaimed = []
         for entry in runtime.list_uncommitted(older_than_ms):
-            self._delete_payload(entry)
-            runtime.forget(entry.attachment_id)
-            reclaimed.append(entry.attachment_id)
+            # Forget first, and only while still uncommitted: a commit that lands between the
+            # listing and here keeps its row and its file. A crash after the forget leaves at
+            # worst an unreferenced file, never a committed attachment without its bytes.
+            if runtime.forget(entry.attachment_id):
+                self._delete_payload(entry)
+                reclaimed.append(entry.attachment_id)
         return reclaimed
 
     def _delete_payload(self, entry: AttachmentManifestEntry) -> None:

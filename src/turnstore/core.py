@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from turnstore.backends.base import Backend, LoadedCheckpoint, SessionRow
 from turnstore.errors import CorruptRecord, InvalidInput, RecordDecodeError, SessionNotFound
-from turnstore.records.base import I64_MAX, decode_json
+from turnstore.records.base import I64_MAX, I64_MIN, decode_json
 from turnstore.records.checkpoint import (
     Checkpoint,
     EventPage,
@@ -211,10 +211,18 @@ class Core:
             sequence = storage_integer(
                 key.sequence, "session cursor sequence exceeds SQLite INTEGER"
             )
-            if not isinstance(key.updated_at, int) or not isinstance(key.session_id, str):
+            updated_at = key.updated_at
+            if (
+                not isinstance(updated_at, int)
+                or isinstance(updated_at, bool)
+                or not I64_MIN <= updated_at <= I64_MAX
+                or not isinstance(key.session_id, str)
+            ):
                 raise InvalidInput("session cursor is invalid")
             cursor = (key.updated_at, sequence, key.session_id)
         owner = request.owner_id
+        if owner is not None:
+            type_check(owner, str, "owner_id")
         rows = yield Read(lambda: self.backend.session_rows(owner, cursor, query_limit))
         sessions = [summary_from_row(row) for row in rows[: request.limit]]
         last = sessions[-1] if len(rows) > request.limit and sessions else None

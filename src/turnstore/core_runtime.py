@@ -187,10 +187,11 @@ class RuntimeCore:
         )
         return entries
 
-    def forget(self, attachment_id: str) -> Steps[None]:
-        """Delete an attachment's manifest row (after its bytes were removed)."""
+    def forget(self, attachment_id: str) -> Steps[bool]:
+        """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
         type_check(attachment_id, str, "attachment_id")
-        yield Write(lambda: self.backend.forget(self.session_id, attachment_id))
+        removed: bool = yield Write(lambda: self.backend.forget(self.session_id, attachment_id))
+        return removed
 
     def save_session_meta(self, meta: SessionMeta) -> Steps[None]:
         """Replace the session's metadata."""

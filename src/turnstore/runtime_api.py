@@ -141,9 +141,9 @@ class RuntimeStore(_RuntimeFace):
         """List intents older than a time that no commit referenced."""
         return await self._store._run(self._core.list_uncommitted(older_than_epoch_ms))
 
-    async def forget(self, attachment_id: str) -> None:
-        """Delete an attachment's manifest row, after its bytes were removed."""
-        await self._store._run(self._core.forget(attachment_id))
+    async def forget(self, attachment_id: str) -> bool:
+        """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
+        return await self._store._run(self._core.forget(attachment_id))
 
     async def save_session_meta(self, meta: SessionMeta) -> None:
         """Replace the session's metadata."""
@@ -255,9 +255,9 @@ class BlockingRuntimeStore(_RuntimeFace):
         """List intents older than a time that no commit referenced."""
         return self._store._run(self._core.list_uncommitted(older_than_epoch_ms))
 
-    def forget(self, attachment_id: str) -> None:
-        """Delete an attachment's manifest row, after its bytes were removed."""
-        self._store._run(self._core.forget(attachment_id))
+    def forget(self, attachment_id: str) -> bool:
+        """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
+        return self._store._run(self._core.forget(attachment_id))
 
     def save_session_meta(self, meta: SessionMeta) -> None:
         """Replace the session's metadata."""

@@ -20,7 +20,13 @@ from turnstore.backends.base import (
     SessionRow,
     WriterStats,
 )
-from turnstore.errors import InvalidInput, SequenceConflict, SessionExists, SessionNotFound
+from turnstore.errors import (
+    InvalidInput,
+    SequenceConflict,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+)
 from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import JournalEvent, StreamMetrics
 from turnstore.rules.context import ContextWrite, StoredContext, plan_context_write
@@ -167,9 +173,6 @@ class Statements:
             " WHERE session_id = ? AND event_kind = 'token_count' AND sequence < ?"
         )
         self.session_row = q(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?")
-        self.present_ids = q(
-            f"SELECT session_id FROM sessions WHERE {ids.format(column='session_id')}"
-        )
         self.lock_ids = q(
             f"SELECT session_id FROM sessions WHERE {ids.format(column='session_id')}"
             f" ORDER BY session_id{d.lock}"
@@ -365,14 +368,17 @@ class SqlBackend:
 def save_script(tx: Tx, sql: Statements, save: PreparedSave) -> list[JournalEvent]:
     """Advance a session's checkpoint, creating the session if it is new."""
     row = tx.one(sql.lock_session, (save.session_id,))
+    latest_event = 0
     if row is None:
         plan = plan_context_write(None, save.context_epoch, save.context)
-        if tx.one(sql.insert_session, session_values(save, plan, None)) is not None:
-            latest_event = 0
-        else:
+        if tx.one(sql.insert_session, session_values(save, plan, None)) is None:
             # Another writer created the session after our lookup; continue as an update
             # under its row lock.
             row = tx.one(sql.lock_session, (save.session_id,))
+            if row is None:
+                raise StorageError(
+                    "the session was created and deleted during this save", retryable=True
+                )
     if row is not None:
         if save.sequence <= row[0]:
             raise SequenceConflict("checkpoint sequence did not advance")
@@ -502,7 +508,9 @@ def delete_script(tx: Tx, sql: Statements, session_ids: list[str]) -> bool:
     """Delete whole session trees and their session-scoped state, or nothing."""
     ids = sorted(set(session_ids))
     id_list = sql.dialect.id_list
-    if len(tx.all(sql.present_ids, (id_list(ids),))) != len(ids):
+    # Lock the selected rows before judging presence: a row deleted by a concurrent caller
+    # after an unlocked check would otherwise let this call delete the rest.
+    if len(tx.all(sql.lock_ids, (id_list(ids),))) != len(ids):
         return False
     tree = _tree(tx, sql, ids)
     while True:

@@ -190,6 +190,7 @@ class RuntimeStatements:
         )
         self.forget = q(
             "DELETE FROM attachment_manifest WHERE attachment_id = ? AND session_id = ?"
+            " AND committed_at_ms IS NULL RETURNING attachment_id"
         )
         self.upsert_meta = q(
             "INSERT INTO session_meta (session_id, meta_json) VALUES (?, ?)"
@@ -407,9 +408,12 @@ def claim_script(
     if tx.one(sql.lock_session, (session_id,)) is None:
         return None
     now = _now(tx, sql)
-    ready = [batch for batch in _batches(tx, sql, session_id) if not _live(batch, now)]
     group: list[QueuedWorkBatch] = []
-    for batch in ready:
+    for batch in _batches(tx, sql, session_id):
+        if _live(batch, now):
+            if group:
+                break  # the group is consecutive: it never jumps over a held batch
+            continue
         if batch.boundary != boundary or len(group) == max_batches:
             break
         group.append(batch)
@@ -753,9 +757,11 @@ class SqlRuntimeBackend:
             lambda tx: uncommitted_attachments(tx, self.sql, session_id, older_than_ms)
         )
 
-    def forget(self, session_id: str, attachment_id: str) -> Future[None]:
-        """Delete one attachment manifest row of a session."""
-        return self.engine.write(lambda tx: tx.run(self.sql.forget, (attachment_id, session_id)))
+    def forget(self, session_id: str, attachment_id: str) -> Future[bool]:
+        """Delete an uncommitted attachment row; False if none (absent or committed)."""
+        return self.engine.write(
+            lambda tx: bool(tx.all(self.sql.forget, (attachment_id, session_id)))
+        )
 
     def save_meta(self, meta: SessionMeta) -> Future[None]:
         """Replace a session's metadata."""

@@ -84,9 +84,25 @@ class GroupCommitWriter:
         try:
             while (batch := self._next_batch()) is not None:
                 live = [job for job in batch if job.future.set_running_or_notify_cancel()]
-                self._commit(connection, live)
+                try:
+                    self._commit(connection, live)
+                except sqlite3.Error as error:
+                    # The connection failed outside any one write (a SAVEPOINT or ROLLBACK
+                    # statement): fail what is unanswered and keep serving later writes.
+                    self._fail_unanswered(connection, live, storage_error(error))
         finally:
             connection_close(connection)
+
+    @staticmethod
+    def _fail_unanswered(
+        connection: sqlite3.Connection, jobs: list[_Job], error: BaseException
+    ) -> None:
+        for job in jobs:
+            if not job.future.done():
+                job.future.set_exception(error)
+        with contextlib.suppress(sqlite3.Error):
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
 
     def _next_batch(self) -> list[_Job] | None:
         first = self._queue.get()
