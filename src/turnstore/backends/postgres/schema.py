@@ -76,8 +76,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sessions_recent_idx
         ON sessions(updated_at DESC, latest_sequence DESC, session_id DESC);
+    -- Partial: a save of a session without an owner does not touch this index.
     CREATE INDEX sessions_owner_recent_idx
-        ON sessions(owner_id, updated_at DESC, latest_sequence DESC, session_id DESC);
+        ON sessions(owner_id, updated_at DESC, latest_sequence DESC, session_id DESC)
+        WHERE owner_id IS NOT NULL;
     CREATE INDEX sessions_parent_idx ON sessions(parent_session_id)
         WHERE parent_session_id IS NOT NULL;
     CREATE INDEX transcript_delta_context_idx ON transcript_delta(session_id)
