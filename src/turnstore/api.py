@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -120,7 +120,7 @@ class Store(_Face):
             while True:
                 step = steps.send(value)
                 if isinstance(step, Read):
-                    value = await loop.run_in_executor(self._readers, step.call)
+                    value = await self._read(loop, step.call)
                 else:
                     # Cancelling the caller cancels a write still queued; one already running
                     # commits or fails whole.
@@ -133,6 +133,14 @@ class Store(_Face):
         """The runtime face bound to one session (graph, turn commits, queue, blobs)."""
         self._check_open()
         return RuntimeStore(RuntimeCore(self._core.backend.runtime, session_id), self)
+
+    async def _read(self, loop: asyncio.AbstractEventLoop, call: Callable[[], T]) -> T:
+        try:
+            future = loop.run_in_executor(self._readers, call)
+        except RuntimeError:
+            # The read pool shuts down in close(); a call that raced it sees a closed store.
+            raise StoreClosed("the store is closed") from None
+        return await future
 
     async def load(self, session_id: str) -> Checkpoint | None:
         """Load the latest checkpoint of a session, or None."""

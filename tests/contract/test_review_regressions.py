@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -93,3 +94,14 @@ def test_delete_returns_false_when_a_selected_session_vanishes_while_it_waits(
         deleter.join(timeout=30)
         assert outcome == [False]
         assert store.load("a") == Checkpoint.empty("a")
+
+
+async def test_a_step_that_outlives_close_sees_a_closed_store(store_url):
+    """A read or write step issued after close (an operation racing it) raises StoreClosed."""
+    store = turnstore.open(store_url)
+    await store.save(Checkpoint.empty("a"))
+    await store.close()
+    with pytest.raises(turnstore.StoreClosed):
+        await store._read(asyncio.get_running_loop(), lambda: None)
+    with pytest.raises(turnstore.StoreClosed):
+        store.backend.engine.write(lambda tx: None)

@@ -12,13 +12,20 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors, sql
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from turnstore.backends.base import WriterStats
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from turnstore.backends.sql import Dialect, SqlBackend, Statements, Tx
 from turnstore.backends.sql_runtime import RuntimeStatements, SqlRuntimeBackend
-from turnstore.errors import ConfigError, ReadOnlyStore, SchemaError, StorageError, TurnstoreError
+from turnstore.errors import (
+    ConfigError,
+    ReadOnlyStore,
+    SchemaError,
+    StorageError,
+    StoreClosed,
+    TurnstoreError,
+)
 
 T = TypeVar("T")
 
@@ -100,6 +107,8 @@ def translated(options: PostgresOptions, call: Callable[[], T]) -> T:
     """
     try:
         return call()
+    except PoolClosed:
+        failure: TurnstoreError = StoreClosed("the store is closed")
     except (psycopg.Error, PoolTimeout) as error:
         failure = storage_error(error, options)
     raise failure
@@ -242,13 +251,18 @@ class PostgresEngine:
         """Run `work` in its own transaction on a writer thread."""
         if self._read_only:
             raise ReadOnlyStore("the store was opened read-only")
-        return self._writes.submit(self._write_now, work)
+        try:
+            return self._writes.submit(self._write_now, work)
+        except RuntimeError:
+            # The writer pool shuts down in close(); a call that raced it sees a closed store.
+            raise StoreClosed("the store is closed") from None
 
     def _write_now(self, work: Callable[[Tx], T]) -> T:
         def transaction() -> T:
             with self._pool.connection() as connection, connection.transaction():
                 return work(_Tx(connection))
 
+        failure: TurnstoreError | None = None
         for _ in range(_RETRIES):
             try:
                 result = transaction()
@@ -258,6 +272,9 @@ class PostgresEngine:
                 continue
             except TurnstoreError:
                 raise
+            except PoolClosed:
+                failure = StoreClosed("the store is closed")
+                break
             except (psycopg.Error, PoolTimeout) as error:
                 failure = storage_error(error, self._options)
                 break
@@ -265,6 +282,7 @@ class PostgresEngine:
                 self._transactions += 1
             return result
         # Raised outside the `except` blocks, so the driver's error is not its context.
+        assert failure is not None
         raise failure
 
     def writer_stats(self) -> WriterStats:
