@@ -30,7 +30,12 @@ from turnstore.errors import (
 from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import JournalEvent, StreamMetrics
 from turnstore.rules.context import ContextWrite, StoredContext, plan_context_write
-from turnstore.rules.events import PreparedEvent, next_event_sequence, stream_metrics
+from turnstore.rules.events import (
+    STREAM_DELTA_KINDS,
+    PreparedEvent,
+    next_event_sequence,
+    stream_metrics,
+)
 from turnstore.rules.saves import PreparedFork, PreparedSave
 
 T = TypeVar("T")
@@ -93,7 +98,7 @@ SESSION_COLUMNS = (
     "session_id, parent_session_id, parent_sequence, latest_sequence, catalog_visible,"
     " first_user_message, session_context_json, execution_stats_json, created_at, updated_at"
 )
-_DELTA_KINDS = "('agent_message_content_delta', 'agent_reasoning_content_delta')"
+_DELTA_KINDS = "(" + ", ".join(f"'{kind}'" for kind in STREAM_DELTA_KINDS) + ")"
 _CATALOG_ORDER = " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?"
 _AFTER_CURSOR = "(updated_at, latest_sequence, session_id) < (?, ?, ?)"
 
@@ -390,8 +395,7 @@ def save_script(tx: Tx, sql: Statements, save: PreparedSave) -> list[JournalEven
             tx.run(sql.materialize_transcript, (save.session_id,))
             tx.run(sql.delete_context, (save.session_id,))
         latest_event = row[1]
-    _insert_context(tx, sql, save.session_id, plan)
-    _insert_transcript(tx, sql, save, plan)
+    _insert_items(tx, sql, save, plan)
     if save.execution is not None:
         started_at_ms, record_json = save.execution
         tx.run(sql.insert_execution, (save.session_id, save.sequence, record_json, started_at_ms))
@@ -417,19 +421,17 @@ def session_values(
     )
 
 
-def _insert_context(tx: Tx, sql: Statements, session_id: str, plan: ContextWrite) -> None:
-    if plan.items_json is not None:
-        tx.run(sql.insert_context, (session_id, plan.start, plan.items_json.decode()))
-
-
-def _insert_transcript(tx: Tx, sql: Statements, save: PreparedSave, plan: ContextWrite) -> None:
+def _insert_items(tx: Tx, sql: Statements, save: PreparedSave, plan: ContextWrite) -> None:
+    """Write the appended context chunk and the transcript batch of one save."""
+    items = None if plan.items_json is None else plan.items_json.decode()
+    if items is not None:
+        tx.run(sql.insert_context, (save.session_id, plan.start, items))
     delta = save.transcript_json
     if delta is None:
         return
     # The usual agent loop appends to its context exactly what it adds to its transcript:
     # then the batch names the context chunk instead of holding a second copy.
-    shared = plan.items_json is not None and plan.items_json.decode() == delta
-    row = (None, plan.start) if shared else (delta, None)
+    row = (None, plan.start) if items == delta else (delta, None)
     tx.run(sql.insert_transcript, (save.session_id, save.sequence, *row))
 
 
@@ -497,8 +499,7 @@ def fork_script(tx: Tx, sql: Statements, fork: PreparedFork) -> SessionRow:
     branch = (fork.parent_session_id, fork.parent_sequence)
     if tx.one(sql.insert_session, session_values(child, plan, branch)) is None:
         raise SessionExists("fork child session already exists")
-    _insert_context(tx, sql, child.session_id, plan)
-    _insert_transcript(tx, sql, child, plan)
+    _insert_items(tx, sql, child, plan)
     row = tx.one(sql.session_row, (child.session_id,))
     assert row is not None
     return _session_row(row)
