@@ -4,8 +4,9 @@ DESIGN.md promises that catalog, transcript, event and execution pages are keyse
 (cost grows with the page, not the table) and that loading the latest checkpoint is one
 indexed read. These tests fill a store through the public API (300 sessions of three owners,
 30 forks, and one session with 500 saves carrying transcript batches, executions and
-streamed events), take the backend's real statements from its `STATEMENTS` object and read
-their query plans:
+streamed events), take the backend's real statements (through `statement_sql`) and read
+their query plans. One table, `PLAN_CASES`, names each hot statement, its parameters, and the
+index and key bounds it must be served by:
 
 - SQLite: `EXPLAIN QUERY PLAN` on the store's file, without `ANALYZE` (the store never runs
   it, so these are the plans a real store gets). A statement must `SEARCH` the intended index
@@ -30,10 +31,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -161,17 +162,59 @@ def _fill(url: str) -> None:
         big.result()
 
 
+# --- where a backend keeps its statements -----------------------------------------------------
+
+_PAGE_VARIANTS: dict[str, object] = {"first": 0, "next": 1}
+"""Today a journal's page statements are a pair: (first page, continuation)."""
+_CATALOG_VARIANTS: dict[str, object] = {
+    "first": (False, False),
+    "next": (False, True),
+    "owner_first": (True, False),
+    "owner_next": (True, True),
+}
+"""Today the catalog's page statements are keyed by (owner filter, cursor)."""
+
+
+def _backend_statements(backend: str) -> Statements:
+    if backend == "sqlite":
+        from turnstore.backends.sqlite.backend import STATEMENTS
+
+        return STATEMENTS
+    from turnstore.backends.postgres.backend import STATEMENTS as PG_STATEMENTS
+
+    return PG_STATEMENTS
+
+
+def statement_sql(backend: str, name: str) -> str:
+    """The SQL text of the statement `name` (`attribute` or `attribute.variant`) of `backend`.
+
+    The one place that knows how a backend keeps its statements: today one `Statements`
+    object per backend, with the page statements grouped by variant.
+    """
+    attribute, _, variant = name.partition(".")
+    sql = getattr(_backend_statements(backend), attribute)
+    if variant:
+        variants = _CATALOG_VARIANTS if attribute == "catalog_pages" else _PAGE_VARIANTS
+        sql = sql[variants[variant]]
+    assert isinstance(sql, str), name
+    return sql
+
+
+def id_list(backend: str, ids: list[str]) -> object:
+    """The parameter a backend's statements take for a list of session ids."""
+    return _backend_statements(backend).dialect.id_list(ids)
+
+
 # --- reading plans -----------------------------------------------------------------------------
 
 
 class Plans:
-    """A filled store of one backend, its statements, and sample parameters."""
+    """A filled store of one backend, and sample parameters."""
 
     backend: str
 
-    def __init__(self, database: Database, sql: Statements) -> None:
+    def __init__(self, database: Database) -> None:
         self.database = database
-        self.sql = sql
         catalog = f"SELECT {', '.join(CATALOG_ORDER)} FROM sessions"
         order = f" ORDER BY {' DESC, '.join(CATALOG_ORDER)} DESC LIMIT 1 OFFSET ?"
         (self.catalog_cursor,) = database.query(catalog + order, (100,))
@@ -340,18 +383,14 @@ def _pg_problems(
 def plans(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Plans]:
-    """A store of each backend filled once for the module, with its statements."""
+    """A store of each backend filled once for the module."""
     backend = str(request.param)
     if backend == "sqlite":
-        from turnstore.backends.sqlite.backend import STATEMENTS
-
         path = tmp_path_factory.mktemp("plans") / "turnstore.sqlite3"
         _fill(str(path))
-        yield SqlitePlans(Database(backend, path, ""), STATEMENTS)
+        yield SqlitePlans(Database(backend, path, ""))
         return
     require_postgres()
-    from turnstore.backends.postgres.backend import STATEMENTS as PG_STATEMENTS
-
     schema = f"test_{uuid.uuid4().hex}"
     separator = "&" if "?" in POSTGRES_URL else "?"
     try:
@@ -359,217 +398,218 @@ def plans(
         database = Database(backend, Path(), schema)
         tables = "sessions, context_chunks, transcript_delta, execution_journal, event_journal"
         database.query(f"ANALYZE {tables}")
-        yield PostgresPlans(database, PG_STATEMENTS)
+        yield PostgresPlans(database)
     finally:
         with postgres_connection() as connection:
             connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-# --- journals ----------------------------------------------------------------------------------
+# --- the hot statements ------------------------------------------------------------------------
+
+
+class PlanCase(NamedTuple):
+    """A hot statement and the index that must serve it."""
+
+    rule: str
+    """The rule, in one line."""
+    statement: str
+    """The statement's name, for `statement_sql`."""
+    params: Callable[[Plans], Sequence[Any]]
+    """Its parameters, from the filled store."""
+    table: str | dict[str, str]
+    """The table read through `index`, or that table's name per backend."""
+    index: str
+    bounds: Sequence[Term] = ()
+    """The keyset bounds the index must apply."""
+    ordered: bool = True
+    """The index also delivers the statement's order, so nothing is sorted."""
+
 
 JOURNAL_FIRST: tuple[Term, ...] = (("session_id", "="),)
 JOURNAL_NEXT: tuple[Term, ...] = (("session_id", "="), ("sequence", "<"))
+STEP: tuple[Term, ...] = (("session_id", "="), ("model_step_id", "="))
 
 
-def test_transcript_first_page_walks_the_primary_key_newest_first(plans):
-    """The transcript's first page is a backward range scan of transcript_delta's primary key."""
-    plans.check(
-        plans.sql.transcript_pages[0],
-        (BIG, PAGE),
-        table="transcript_delta",
-        index=PRIMARY_KEY,
-        bounds=JOURNAL_FIRST,
-    )
+def _case(case_id: str, *fields: Any, **options: Any) -> Any:
+    return pytest.param(PlanCase(*fields, **options), id=case_id)
 
 
-def test_transcript_continuation_page_is_a_keyset_range_of_the_primary_key(plans):
-    """The transcript's continuation page is a primary-key range scan bounded by the cursor."""
-    plans.check(
-        plans.sql.transcript_pages[1],
-        (BIG, BEFORE, PAGE),
-        table="transcript_delta",
-        index=PRIMARY_KEY,
-        bounds=JOURNAL_NEXT,
-    )
-
-
-def test_event_first_page_walks_the_primary_key_newest_first(plans):
-    """The event journal's first page is a backward range scan of event_journal's primary key."""
-    plans.check(
-        plans.sql.event_pages[0],
-        (BIG, PAGE),
-        table="event_journal",
-        index=PRIMARY_KEY,
-        bounds=JOURNAL_FIRST,
-    )
-
-
-def test_event_continuation_page_is_a_keyset_range_of_the_primary_key(plans):
-    """The event journal's continuation page is a primary-key range scan bounded by the cursor."""
-    plans.check(
-        plans.sql.event_pages[1],
-        (BIG, BEFORE, PAGE),
-        table="event_journal",
-        index=PRIMARY_KEY,
-        bounds=JOURNAL_NEXT,
-    )
-
-
-def test_execution_first_page_walks_the_primary_key_newest_first(plans):
-    """The execution journal's first page is a backward range scan of its primary key."""
-    plans.check(
-        plans.sql.execution_pages[0],
-        (BIG, PAGE),
-        table="execution_journal",
-        index=PRIMARY_KEY,
-        bounds=JOURNAL_FIRST,
-    )
-
-
-def test_execution_continuation_page_is_a_keyset_range_of_the_primary_key(plans):
-    """The execution journal's continuation page is a primary-key range scan from the cursor."""
-    plans.check(
-        plans.sql.execution_pages[1],
-        (BIG, BEFORE, PAGE),
-        table="execution_journal",
-        index=PRIMARY_KEY,
-        bounds=JOURNAL_NEXT,
-    )
-
-
-def test_recent_executions_walk_the_recent_index(plans):
-    """Recent executions across sessions are the head of execution_journal_recent_idx."""
-    plans.check(
-        plans.sql.recent_executions,
-        (PAGE,),
-        table="execution_journal",
-        index="execution_journal_recent_idx",
-    )
-
-
-# --- catalog -----------------------------------------------------------------------------------
-
-
-def test_catalog_first_page_walks_the_recent_index(plans):
-    """The catalog's first page is the head of sessions_recent_idx, in index order."""
-    plans.check(
-        plans.sql.catalog_pages[(False, False)],
-        (PAGE,),
-        table="sessions",
-        index="sessions_recent_idx",
-    )
-
-
-def test_catalog_continuation_page_is_a_keyset_range_of_the_recent_index(plans):
-    """The catalog's continuation page is an index range scan of sessions_recent_idx."""
-    plans.check(
-        plans.sql.catalog_pages[(False, True)],
-        (*plans.catalog_cursor, PAGE),
-        table="sessions",
-        index="sessions_recent_idx",
-        bounds=((CATALOG_ORDER, "<"),),
-    )
-
-
-def test_owner_catalog_first_page_is_a_range_of_the_owner_index(plans):
-    """An owner's first catalog page is an index range scan of sessions_owner_recent_idx."""
-    plans.check(
-        plans.sql.catalog_pages[(True, False)],
-        (SMALL_OWNER, PAGE),
-        table="sessions",
-        index="sessions_owner_recent_idx",
-        bounds=(("owner_id", "="),),
-    )
-
-
-def test_owner_catalog_continuation_page_is_a_keyset_range_of_the_owner_index(plans):
-    """An owner's continuation page is a sessions_owner_recent_idx range bounded by the cursor."""
-    plans.check(
-        plans.sql.catalog_pages[(True, True)],
-        (SMALL_OWNER, *plans.owner_cursor, PAGE),
-        table="sessions",
-        index="sessions_owner_recent_idx",
-        bounds=(("owner_id", "="), (CATALOG_ORDER, "<")),
-    )
-
-
-# --- loading and saving ------------------------------------------------------------------------
-
-
-def test_loading_the_checkpoint_row_is_one_primary_key_lookup(plans):
-    """Loading the latest checkpoint reads one sessions row through its primary key."""
-    plans.check(
-        plans.sql.load_row,
-        (BIG,),
-        table="sessions",
-        index=PRIMARY_KEY,
-        bounds=(("session_id", "="),),
+PLAN_CASES = [
+    # journals
+    _case(
+        "transcript-first-page",
+        "The transcript's first page is a backward range scan of transcript_delta's primary key.",
+        "transcript_pages.first",
+        lambda plans: (BIG, PAGE),
+        "transcript_delta",
+        PRIMARY_KEY,
+        JOURNAL_FIRST,
+    ),
+    _case(
+        "transcript-continuation-page",
+        "The transcript's continuation page is a primary-key range scan bounded by the cursor.",
+        "transcript_pages.next",
+        lambda plans: (BIG, BEFORE, PAGE),
+        "transcript_delta",
+        PRIMARY_KEY,
+        JOURNAL_NEXT,
+    ),
+    _case(
+        "event-first-page",
+        "The event journal's first page is a backward range scan of event_journal's primary key.",
+        "event_pages.first",
+        lambda plans: (BIG, PAGE),
+        "event_journal",
+        PRIMARY_KEY,
+        JOURNAL_FIRST,
+    ),
+    _case(
+        "event-continuation-page",
+        "The event journal's continuation page is a primary-key range scan bounded by the cursor.",
+        "event_pages.next",
+        lambda plans: (BIG, BEFORE, PAGE),
+        "event_journal",
+        PRIMARY_KEY,
+        JOURNAL_NEXT,
+    ),
+    _case(
+        "execution-first-page",
+        "The execution journal's first page is a backward range scan of its primary key.",
+        "execution_pages.first",
+        lambda plans: (BIG, PAGE),
+        "execution_journal",
+        PRIMARY_KEY,
+        JOURNAL_FIRST,
+    ),
+    _case(
+        "execution-continuation-page",
+        "The execution journal's continuation page is a primary-key range scan from the cursor.",
+        "execution_pages.next",
+        lambda plans: (BIG, BEFORE, PAGE),
+        "execution_journal",
+        PRIMARY_KEY,
+        JOURNAL_NEXT,
+    ),
+    _case(
+        "recent-executions",
+        "Recent executions across sessions are the head of execution_journal_recent_idx.",
+        "recent_executions",
+        lambda plans: (PAGE,),
+        "execution_journal",
+        "execution_journal_recent_idx",
+    ),
+    # catalog
+    _case(
+        "catalog-first-page",
+        "The catalog's first page is the head of sessions_recent_idx, in index order.",
+        "catalog_pages.first",
+        lambda plans: (PAGE,),
+        "sessions",
+        "sessions_recent_idx",
+    ),
+    _case(
+        "catalog-continuation-page",
+        "The catalog's continuation page is an index range scan of sessions_recent_idx.",
+        "catalog_pages.next",
+        lambda plans: (*plans.catalog_cursor, PAGE),
+        "sessions",
+        "sessions_recent_idx",
+        ((CATALOG_ORDER, "<"),),
+    ),
+    _case(
+        "owner-catalog-first-page",
+        "An owner's first catalog page is an index range scan of sessions_owner_recent_idx.",
+        "catalog_pages.owner_first",
+        lambda plans: (SMALL_OWNER, PAGE),
+        "sessions",
+        "sessions_owner_recent_idx",
+        (("owner_id", "="),),
+    ),
+    _case(
+        "owner-catalog-continuation-page",
+        "An owner's continuation page is a sessions_owner_recent_idx range bounded by the cursor.",
+        "catalog_pages.owner_next",
+        lambda plans: (SMALL_OWNER, *plans.owner_cursor, PAGE),
+        "sessions",
+        "sessions_owner_recent_idx",
+        (("owner_id", "="), (CATALOG_ORDER, "<")),
+    ),
+    # loading and saving
+    _case(
+        "load-checkpoint-row",
+        "Loading the latest checkpoint reads one sessions row through its primary key.",
+        "load_row",
+        lambda plans: (BIG,),
+        "sessions",
+        PRIMARY_KEY,
+        (("session_id", "="),),
         ordered=False,
-    )
-
-
-def test_loading_the_context_is_an_ordered_range_of_the_chunk_primary_key(plans):
-    """A checkpoint's context chunks are one context_chunks primary-key range, in order."""
-    plans.check(
-        plans.sql.load_chunks,
-        (BIG,),
-        table="context_chunks",
-        index=PRIMARY_KEY,
-        bounds=(("session_id", "="),),
-    )
-
-
-def test_completing_a_model_step_reads_only_that_steps_deltas(plans):
-    """A completed model step reads its deltas through event_journal_step_idx, not the session.
-
-    The index is (session_id, model_step_id, event_kind, sequence, ...) and covers the columns
-    read; the statement has no ORDER BY (the caller sorts the one step's rows).
-    """
-    plans.check(
-        plans.sql.step_deltas,
-        (BIG, FAILED_STEP),
-        table="event_journal",
-        index="event_journal_step_idx",
-        bounds=(("session_id", "="), ("model_step_id", "=")),
+    ),
+    _case(
+        "load-context-chunks",
+        "A checkpoint's context chunks are one context_chunks primary-key range, in order.",
+        "load_chunks",
+        lambda plans: (BIG,),
+        "context_chunks",
+        PRIMARY_KEY,
+        (("session_id", "="),),
+    ),
+    # The step index is (session_id, model_step_id, event_kind, sequence, ...) and covers the
+    # columns read; the statement has no ORDER BY (the caller sorts the one step's rows).
+    _case(
+        "step-deltas",
+        "A completed model step reads its deltas through event_journal_step_idx, not the session.",
+        "step_deltas",
+        lambda plans: (BIG, FAILED_STEP),
+        "event_journal",
+        "event_journal_step_idx",
+        STEP,
         ordered=False,
-    )
-
-
-def test_compacting_a_model_step_deletes_through_the_step_index(plans):
-    """Compacting a completed step deletes its deltas through event_journal_step_idx."""
-    plans.check(
-        plans.sql.delete_step_deltas,
-        (BIG, FAILED_STEP),
-        table="event_journal",
-        index="event_journal_step_idx",
-        bounds=(("session_id", "="), ("model_step_id", "=")),
+    ),
+    _case(
+        "delete-step-deltas",
+        "Compacting a completed step deletes its deltas through event_journal_step_idx.",
+        "delete_step_deltas",
+        lambda plans: (BIG, FAILED_STEP),
+        "event_journal",
+        "event_journal_step_idx",
+        STEP,
         ordered=False,
-    )
-
-
-def test_a_token_count_deletes_older_ones_through_the_partial_index(plans):
-    """A token count deletes the older ones through the partial event_journal_token_count_idx."""
-    plans.check(
-        plans.sql.delete_older_token_counts,
-        (BIG, plans.latest_token_count),
-        table="event_journal",
-        index="event_journal_token_count_idx",
-        bounds=(("session_id", "="), ("event_kind", "="), ("sequence", "<")),
+    ),
+    _case(
+        "delete-older-token-counts",
+        "A token count deletes the older ones through the partial event_journal_token_count_idx.",
+        "delete_older_token_counts",
+        lambda plans: (BIG, plans.latest_token_count),
+        "event_journal",
+        "event_journal_token_count_idx",
+        (("session_id", "="), ("event_kind", "="), ("sequence", "<")),
         ordered=False,
-    )
-
-
-# --- deletion ----------------------------------------------------------------------------------
-
-
-def test_a_session_tree_finds_children_through_the_parent_index(plans):
-    """A session tree finds each node's children by a lookup of sessions_parent_idx."""
-    # SQLite names the recursive step's table by its alias.
-    plans.check(
-        plans.sql.session_tree,
-        (plans.sql.dialect.id_list(["session-000"]),),
-        table="child" if plans.backend == "sqlite" else "sessions",
-        index="sessions_parent_idx",
-        bounds=(("parent_session_id", "="),),
+    ),
+    # deletion
+    _case(
+        "session-tree",
+        "A session tree finds each node's children by a lookup of sessions_parent_idx.",
+        "session_tree",
+        lambda plans: (id_list(plans.backend, ["session-000"]),),
+        # SQLite names the recursive step's table by its alias.
+        {"sqlite": "child", "postgres": "sessions"},
+        "sessions_parent_idx",
+        (("parent_session_id", "="),),
         ordered=False,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", PLAN_CASES)
+def test_a_hot_statement_is_served_by_the_index_meant_for_it(plans, case):
+    """The statement reads its table through its index, bounded by its keys (see `case.rule`)."""
+    table = case.table if isinstance(case.table, str) else case.table[plans.backend]
+    plans.check(
+        statement_sql(plans.backend, case.statement),
+        case.params(plans),
+        table=table,
+        index=case.index,
+        bounds=case.bounds,
+        ordered=case.ordered,
     )

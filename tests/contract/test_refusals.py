@@ -23,6 +23,7 @@ from turnstore import (
     EventPageRequest,
     ExecutionPageRequest,
     ExecutionRecord,
+    InvalidInput,
     MessageAuthor,
     PendingApproval,
     QueuedMessage,
@@ -573,6 +574,27 @@ async def test_page_requests_refuse_out_of_range_bounds(store, call, message):
         await call(store)
     assert str(caught.value) == message
     assert isinstance(caught.value, turnstore.TurnstoreError)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        SessionPageRequest(limit=1, owner_id=5),  # type: ignore[arg-type]
+        SessionPageRequest(
+            limit=1, cursor=SessionCursor(updated_at=2**70, sequence=0, session_id="a")
+        ),
+        SessionPageRequest(
+            limit=1, cursor=SessionCursor(updated_at=True, sequence=0, session_id="a")
+        ),
+        SessionPageRequest(limit=1, cursor=SessionCursor(updated_at=1, sequence=0, session_id=3)),  # type: ignore[arg-type]
+    ],
+    ids=["owner-not-text", "updated-at-too-large", "updated-at-bool", "session-id-not-text"],
+)
+async def test_a_malformed_catalog_request_is_refused_with_a_typed_error(store, request_):
+    """Catalog requests with a wrongly typed owner or cursor raise InvalidInput."""
+    await store.save(Checkpoint.empty("a"))
+    with pytest.raises(InvalidInput):
+        await store.list_sessions_page(request_)
 
 
 async def test_recent_executions_accepts_the_largest_sqlite_limit(store):

@@ -154,6 +154,20 @@ async def test_forget_does_not_touch_another_sessions_row(store, database):
     assert database.count("attachment_manifest") == 1
 
 
+async def test_forget_keeps_an_attachment_committed_after_it_was_listed(store):
+    """forget removes only uncommitted rows: a commit between listing and forgetting wins."""
+    rt = await runtime(store, "files")
+    intent = AttachmentIntent(
+        attachment_id="x", session_id="files", canonical_uri="/nowhere/x", intent_at_epoch_ms=1
+    )
+    await rt.record_intent(intent)
+    assert [entry.attachment_id for entry in await rt.list_uncommitted(10)] == ["x"]
+    await rt.commit_refs("files", ["x"])
+    assert await rt.forget("x") is False
+    assert await rt.list_uncommitted(10) == []
+    await rt.commit_refs("files", ["x"])  # still recorded, so committing again is accepted
+
+
 # --- the file attachment store ----------------------------------------------------------------
 
 

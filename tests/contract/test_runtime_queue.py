@@ -204,6 +204,19 @@ async def test_claiming_no_batch_ids_claims_nothing(store):
     assert [b.claim_id for b in await rt.list_queued_work("s")] == [None]
 
 
+async def test_a_claim_never_jumps_over_a_batch_another_claim_holds(store):
+    """The claimed group is consecutive: it stops at a batch held by a live claim."""
+    rt = await runtime(store, "queue")
+    for batch_id in ("a", "b", "c"):
+        await rt.enqueue_queued_work(QueuedWorkBatchDraft(session_id="queue", batch_id=batch_id))
+    claims = [await rt.claim_ready_queued_work("queue", "w", "turn", 60_000, 1) for _ in "abc"]
+    assert [claim.batches[0].batch_id for claim in claims] == ["a", "b", "c"]
+    await rt.abandon_queued_work_claim(claims[0])
+    await rt.abandon_queued_work_claim(claims[2])
+    group = await rt.claim_ready_queued_work("queue", "w2", "turn", 60_000, 5)
+    assert [batch.batch_id for batch in group.batches] == ["a"]
+
+
 # --- renew, abandon, expiry -----------------------------------------------------------------
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import pytest
 
 import turnstore
-from turnstore import BlockingRuntimeStore, BlockingStore, RuntimeStore, Store
+from turnstore import BlockingRuntimeStore, BlockingStore, Checkpoint, RuntimeStore, Store
 
 SYNC_ON_BOTH = {"writer_stats", "runtime", "durability_tier", "session_id"}
 
@@ -81,6 +82,17 @@ async def test_a_closed_store_refuses_calls(tmp_path) -> None:
     blocking.close()
     with pytest.raises(turnstore.StoreClosed):
         blocking.load("session")
+
+
+async def test_a_step_that_outlives_close_sees_a_closed_store(store_url):
+    """A read or write step issued after close (an operation racing it) raises StoreClosed."""
+    store = turnstore.open(store_url)
+    await store.save(Checkpoint.empty("a"))
+    await store.close()
+    with pytest.raises(turnstore.StoreClosed):
+        await store._read(asyncio.get_running_loop(), lambda: None)
+    with pytest.raises(turnstore.StoreClosed):
+        store.backend.engine.write(lambda tx: None)
 
 
 def test_an_unusable_path_raises_a_storage_error(tmp_path) -> None:

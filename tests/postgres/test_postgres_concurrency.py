@@ -3,7 +3,8 @@
 Every race here is between processes (started with `spawn`, each with its own store and pool),
 as between hosts: saves at one sequence, event sequences, forks against an advancing parent,
 tree deletion against saves and forks under the tree, and parallel commits of independent
-sessions. The workers live in `_pg_worker.py`.
+sessions. The workers live in `_pg_worker.py`. One deletion race is with another connection
+of the same host: a selected session deleted while `delete_sessions` waits for its lock.
 """
 
 from __future__ import annotations
@@ -367,6 +368,30 @@ def test_deleting_trees_under_concurrent_saves_and_forks_leaves_no_orphan(store_
     assert outcomes[("fork", "ok")] > 0
     print(f"{checked} deleted nodes checked, {recreated} saved again after their deletion;")
     print(f"outcomes {sorted(outcomes.items())}")
+
+
+def test_delete_returns_false_when_a_selected_session_vanishes_while_it_waits(store_url, pg_schema):
+    """A session deleted by another caller while delete_sessions waits makes it delete nothing.
+
+    PostgreSQL only: on SQLite the one writer never lets another delete interleave.
+    """
+    with turnstore.open_blocking(store_url) as store:
+        store.save(Checkpoint.empty("a"))
+        store.save(Checkpoint.empty("b"))
+        blocker = postgres_connection(pg_schema)
+        blocker.execute("BEGIN")
+        blocker.execute("SELECT 1 FROM sessions WHERE session_id = 'b' FOR UPDATE")
+        outcome: list[bool] = []
+        deleter = threading.Thread(target=lambda: outcome.append(store.delete_sessions(["a", "b"])))
+        deleter.start()
+        deleter.join(timeout=1.0)
+        assert deleter.is_alive()  # waiting on b's row lock
+        blocker.execute("DELETE FROM sessions WHERE session_id = 'b'")
+        blocker.execute("COMMIT")
+        blocker.close()
+        deleter.join(timeout=30)
+        assert outcome == [False]
+        assert store.load("a") == Checkpoint.empty("a")
 
 
 # --- 5. no global lock -----------------------------------------------------------------------

@@ -1,24 +1,18 @@
-"""Worker processes of the PostgreSQL concurrency, setup and crash tests.
+"""Worker processes of the PostgreSQL concurrency and setup tests.
 
-Every worker runs in its own process (started with the `spawn` method, or as a script for the
-crash test) and opens its own store, so the races they run are races between processes, as
-between hosts sharing one database. `run` is the entry point of a spawned worker: it calls
-the named worker and puts `(index, "ok", result)` or `(index, "error", traceback)` on the
-results queue. Results are plain tuples, lists and dicts.
-
-`python _pg_worker.py crash URL` is the crash test's writer: one thread per session saves
-large checkpoints forever, printing `ack <session> <sequence>` once each save has returned.
-`crash_step` is the schedule both sides replay.
+Every worker runs in its own process (started with the `spawn` method) and opens its own
+store, so the races they run are races between processes, as between hosts sharing one
+database. `run` is the entry point of a spawned worker: it calls the named worker and puts
+`(index, "ok", result)` or `(index, "error", traceback)` on the results queue. Results are
+plain tuples, lists and dicts. The crash test's writer, shared by every backend, is
+`tests/contract/_crash_writer.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import queue as queue_module
 import random
-import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -26,17 +20,12 @@ from typing import Any
 
 import turnstore
 from turnstore import (
-    ActiveExecution,
     Checkpoint,
-    ContextRewrite,
     Event,
     EventPageRequest,
-    ExecutionRecord,
     JournalEvent,
     SequenceConflict,
     TimestampedEvent,
-    TurnCompleteEvent,
-    TurnStartedEvent,
     TurnstoreError,
     WarningEvent,
 )
@@ -465,114 +454,3 @@ WORKERS: dict[str, Callable[..., Any]] = {
     "one_save": one_save,
     "opener": opener,
 }
-
-
-# --- 10. the crash writer --------------------------------------------------------------------
-
-CRASH_SESSIONS = ("pg-crash-a", "pg-crash-b", "pg-crash-c")
-CRASH_REWRITE_EVERY = 8
-"""Every eighth sequence rewrites the context to a summary in a new epoch."""
-CRASH_ITEMS_PER_SAVE = 3
-CRASH_EVENTS_PER_SAVE = 3
-
-CrashStep = tuple[Checkpoint, list[Any], ExecutionRecord, list[TimestampedEvent]]
-
-
-def _filler(session_id: str, sequence: int, label: str, size: int) -> str:
-    """`size` characters of deterministic, poorly compressible text."""
-    seed = hashlib.sha256(f"{session_id}:{sequence}:{label}".encode()).digest()
-    chunks = []
-    while sum(map(len, chunks)) < size:
-        seed = hashlib.sha256(seed).digest()
-        chunks.append(seed.hex())
-    return "".join(chunks)[:size]
-
-
-def crash_context_length(sequence: int) -> int:
-    """How many context items the checkpoint saved at `sequence` holds."""
-    summary = 1 if sequence >= CRASH_REWRITE_EVERY else 0
-    return summary + CRASH_ITEMS_PER_SAVE * (sequence % CRASH_REWRITE_EVERY)
-
-
-def crash_step(previous: Checkpoint | None, session_id: str) -> CrashStep:
-    """The save after `previous` (mutated in place): checkpoint, transcript, execution, events.
-
-    A save is large (a 32 KB metadata blob, 2 KB context items, an 8 KB transcript batch and
-    1 KB events) so that a kill has a good chance to land while it is on the wire.
-    """
-    checkpoint = Checkpoint.empty(session_id) if previous is None else previous
-    sequence = checkpoint.sequence + 1
-    checkpoint.sequence = sequence
-    checkpoint.metadata = {"step": sequence, "blob": _filler(session_id, sequence, "meta", 32_000)}
-    if sequence % CRASH_REWRITE_EVERY == 0:
-        checkpoint.context_epoch += 1
-        checkpoint.compaction_count += 1
-        checkpoint.last_context_rewrite = ContextRewrite(
-            epoch=checkpoint.context_epoch, reasons=["compaction"]
-        )
-        checkpoint.context = [{"role": "system", "content": f"summary up to {sequence}"}]
-    else:
-        checkpoint.context.extend(
-            {
-                "role": "assistant",
-                "content": _filler(session_id, sequence, f"context {item}", 2_000),
-            }
-            for item in range(CRASH_ITEMS_PER_SAVE)
-        )
-    transcript = [
-        {"role": "user", "content": f"{session_id} turn {sequence}"},
-        {"role": "assistant", "content": _filler(session_id, sequence, "transcript", 8_000)},
-    ]
-    turn_id = f"turn-{sequence}"
-    checkpoint.active_execution = ActiveExecution(
-        submission_id=f"submission-{sequence}",
-        turn_id=turn_id,
-        started_at_ms=sequence * 1_000,
-        model_calls=1,
-        tool_calls=sequence % 4,
-    )
-    execution = checkpoint.finish_execution("completed", sequence * 1_000 + 250)
-    recorded_at_ms = sequence * 1_000
-    events = [
-        TimestampedEvent(
-            recorded_at_ms=recorded_at_ms, event=Event(msg=TurnStartedEvent(turn_id=turn_id))
-        ),
-        warning(_filler(session_id, sequence, "event", 1_000), recorded_at_ms),
-        TimestampedEvent(
-            recorded_at_ms=recorded_at_ms, event=Event(msg=TurnCompleteEvent(turn_id=turn_id))
-        ),
-    ]
-    assert len(events) == CRASH_EVENTS_PER_SAVE
-    return checkpoint, transcript, execution, events
-
-
-def crash_main(url: str) -> None:
-    """Save on every crash session from its own thread until killed."""
-    store = turnstore.open_blocking(url)
-    print_lock = threading.Lock()
-    failed = threading.Event()
-
-    def write_forever(session_id: str) -> None:
-        try:
-            checkpoint = store.load(session_id)
-            while True:
-                checkpoint, transcript, execution, events = crash_step(checkpoint, session_id)
-                store.save_with_events(checkpoint, transcript, execution, events)
-                with print_lock:
-                    sys.stdout.write(f"ack {session_id} {checkpoint.sequence}\n")
-                    sys.stdout.flush()
-        except BaseException:
-            traceback.print_exc()
-            failed.set()
-
-    for session_id in CRASH_SESSIONS:
-        threading.Thread(target=write_forever, args=(session_id,), daemon=True).start()
-    failed.wait()
-    sys.stderr.flush()
-    sys.exit(3)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] != ["crash"] or len(sys.argv) != 3:
-        sys.exit("usage: _pg_worker.py crash URL")
-    crash_main(sys.argv[2])

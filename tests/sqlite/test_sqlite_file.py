@@ -1,7 +1,7 @@
-"""Contract: the SQLite database file — schema version, refusal of foreign files, WAL, mode.
+"""The SQLite database file — schema version, refusal of foreign files, WAL, mode.
 
 Ports the seed-003 test `open_rejects_a_nonempty_unversioned_database` (the Python schema is
-version 1). These rules are about the SQLite file, so they skip on other backends.
+version 1). These rules are about the SQLite file, so they run on SQLite only.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ NEWER = (
 )
 
 
-def require_sqlite(backend_name: str) -> None:
-    """Skip a test of the SQLite file on any other backend."""
-    if backend_name != "sqlite":
-        pytest.skip("checks the SQLite database file")
+@pytest.fixture
+def backend_name() -> str:
+    """Only SQLite: `store_url` and `database` give a fresh database file."""
+    return "sqlite"
 
 
 def sqlite_value(path: Path, sql: str) -> object:
@@ -64,9 +64,8 @@ def file_mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-async def test_open_rejects_a_nonempty_unversioned_database(store, backend_name, store_url):
+async def test_open_rejects_a_nonempty_unversioned_database(store, store_url):
     """open refuses a non-empty SQLite file that has no schema version."""
-    require_sqlite(backend_name)
     await replace_with_legacy_database(store, store_url)
     with pytest.raises(turnstore.SchemaError) as caught:
         turnstore.open(store_url)
@@ -77,9 +76,8 @@ async def test_open_rejects_a_nonempty_unversioned_database(store, backend_name,
     assert str(blocking.value) == UNVERSIONED
 
 
-async def test_open_leaves_a_refused_unversioned_database_untouched(store, backend_name, store_url):
+async def test_open_leaves_a_refused_unversioned_database_untouched(store, store_url):
     """A refused unversioned database keeps its tables, version and journal mode."""
-    require_sqlite(backend_name)
     path = await replace_with_legacy_database(store, store_url)
     with pytest.raises(turnstore.SchemaError):
         turnstore.open(store_url)
@@ -89,9 +87,8 @@ async def test_open_leaves_a_refused_unversioned_database_untouched(store, backe
     assert sqlite_value(path, "SELECT value FROM legacy_state") == "kept"
 
 
-async def test_open_rejects_a_newer_schema_version(store, backend_name, store_url, database):
+async def test_open_rejects_a_newer_schema_version(store, store_url, database):
     """open refuses a database whose schema version this build does not know."""
-    require_sqlite(backend_name)
     await store.save(Checkpoint.empty("session"))
     database.query("PRAGMA user_version = 99")
     with pytest.raises(turnstore.SchemaError) as caught:
@@ -104,9 +101,8 @@ async def test_open_rejects_a_newer_schema_version(store, backend_name, store_ur
     assert database.count("sessions") == 1
 
 
-async def test_a_new_database_is_versioned_in_wal_mode_and_private(store, backend_name, store_url):
+async def test_a_new_database_is_versioned_in_wal_mode_and_private(store, store_url):
     """A new database has the current schema version, WAL journaling and owner-only mode."""
-    require_sqlite(backend_name)
     await store.save(Checkpoint.empty("session"))
     path = Path(store_url)
     assert sqlite_value(path, "PRAGMA user_version") == SCHEMA_VERSION
@@ -114,9 +110,8 @@ async def test_a_new_database_is_versioned_in_wal_mode_and_private(store, backen
     assert file_mode(path) == 0o600
 
 
-async def test_reopening_a_database_keeps_its_sessions(store, backend_name, store_url):
+async def test_reopening_a_database_keeps_its_sessions(store, store_url):
     """A second store opened on the same database sees every committed session."""
-    require_sqlite(backend_name)
     checkpoint = Checkpoint.empty("session")
     checkpoint.context = [{"role": "user", "content": "hello"}]
     await store.save(checkpoint, [{"role": "user", "content": "hello"}])
@@ -134,9 +129,8 @@ async def test_reopening_a_database_keeps_its_sessions(store, backend_name, stor
         await third.close()
 
 
-def test_a_version_1_database_is_migrated_to_the_current_version(backend_name, tmp_path):
+def test_a_version_1_database_is_migrated_to_the_current_version(tmp_path):
     """Opening a file at an older schema version applies the later migrations in order."""
-    require_sqlite(backend_name)
     path = tmp_path / "old.sqlite3"
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(MIGRATIONS[0])
