@@ -1,8 +1,7 @@
 """turnstore: durable, transactional storage for AI-agent sessions."""
 
-from turnstore.api import BlockingStore, Store, open, open_blocking
 from turnstore.attachments import FileAttachmentStore
-from turnstore.backends.base import WriterStats
+from turnstore.backends.sql.engine import WriterStats
 from turnstore.errors import (
     CheckpointError,
     ConfigError,
@@ -10,6 +9,7 @@ from turnstore.errors import (
     CorruptRecord,
     HeadRevisionConflict,
     InvalidInput,
+    InvalidMessage,
     NotFound,
     QueuedWorkClaimExpired,
     ReadOnlyStore,
@@ -25,6 +25,9 @@ from turnstore.errors import (
     TurnstoreError,
     UnsupportedRecordSchemaVersion,
 )
+from turnstore.faces.aio import RuntimeStore, Store, open
+from turnstore.faces.blocking import BlockingRuntimeStore, BlockingStore, open_blocking
+from turnstore.rules.messages import new_queued_message
 from turnstore.records import (
     CHECKPOINT_VERSION,
     MAX_MESSAGE_BYTES,
@@ -160,7 +163,6 @@ from turnstore.records import (
     boundary_delivery,
     boundary_starts_turn,
 )
-from turnstore.runtime_api import BlockingRuntimeStore, RuntimeStore
 
 __version__ = "0.1.0"
 
@@ -230,6 +232,7 @@ __all__ = [
     "HeadRevisionConflict",
     "HydratedSessionCheckpoint",
     "InvalidInput",
+    "InvalidMessage",
     "JournalEvent",
     "MessageAuthor",
     "MessageDelivery",
@@ -325,6 +328,7 @@ __all__ = [
     "__version__",
     "boundary_delivery",
     "boundary_starts_turn",
+    "new_queued_message",
     "open",
     "open_blocking",
 ]

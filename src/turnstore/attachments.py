@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from turnstore.errors import InvalidInput
+from turnstore.faces.blocking import BlockingRuntimeStore
 from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
-from turnstore.runtime_api import BlockingRuntimeStore
 
 
 def _now_ms() -> int:

@@ -1,6 +1,13 @@
-"""The error hierarchy: every failure a caller can see is a `TurnstoreError`."""
+"""The error hierarchy: every failure a caller can see is a `TurnstoreError`.
+
+Errors carry the ids their message names as typed attributes (declared on each class), so a
+caller can act on a conflict without parsing text; `str(error)` stays the contract's message.
+"""
 
 from __future__ import annotations
+
+import inspect
+from typing import Any
 
 __all__ = [
     "CheckpointError",
@@ -9,6 +16,7 @@ __all__ = [
     "CorruptRecord",
     "HeadRevisionConflict",
     "InvalidInput",
+    "InvalidMessage",
     "NotFound",
     "QueuedWorkClaimExpired",
     "ReadOnlyStore",
@@ -26,24 +34,39 @@ __all__ = [
 ]
 
 
+def _attribute_names(cls: type) -> list[str]:
+    names: list[str] = []
+    for klass in reversed(cls.__mro__):
+        if issubclass(klass, TurnstoreError):
+            names.extend(
+                name
+                for name in inspect.get_annotations(klass)
+                if name != "message" and name not in names
+            )
+    return names
+
+
 class TurnstoreError(Exception):
-    """Base class of every error turnstore raises; `str(error)` is the seed's message text."""
+    """Base class of every error turnstore raises; `str(error)` is the contract's message."""
 
     __module__ = "turnstore"
+    message: str
 
-    def __init__(self, message: str, **context: object) -> None:
+    def __init__(self, message: str, **attributes: Any) -> None:
         super().__init__(message)
+        for name in _attribute_names(type(self)):
+            setattr(self, name, attributes.pop(name, getattr(type(self), name, None)))
         self.message = message
-        # The domain ids the message names, as attributes (e.g. `expected`, `actual`).
-        self.__dict__.update(context)
+        if attributes:
+            raise TypeError(f"{type(self).__name__} has no attributes {sorted(attributes)}")
 
     def __reduce__(self) -> tuple[type[TurnstoreError], tuple[str], dict[str, object]]:
-        # Keep errors picklable (for process pools) with their extra attributes.
+        # Keep errors picklable (for process pools) with their attributes.
         return (type(self), (self.message,), dict(self.__dict__))
 
 
 class CheckpointError(TurnstoreError):
-    """A checkpoint-store rule refused the call (the seed's `Error::Checkpoint`)."""
+    """A rule of the contract refused the call (the seed's `Error::Checkpoint`)."""
 
     __module__ = "turnstore"
 
@@ -54,14 +77,14 @@ class InvalidInput(CheckpointError, ValueError):
     __module__ = "turnstore"
 
 
-class ConfigError(InvalidInput):
-    """A queued message or other configuration value is invalid (the seed's `Error::Config`)."""
+class InvalidMessage(InvalidInput):
+    """A message or queued message breaks a limit or is empty (the seed's `Error::Config`)."""
 
     __module__ = "turnstore"
 
 
 class RecordDecodeError(InvalidInput):
-    """JSON did not decode into the expected record type."""
+    """A value from the caller does not decode into (or encode from) the expected record."""
 
     __module__ = "turnstore"
 
@@ -73,21 +96,26 @@ class NotFound(CheckpointError, LookupError):
 
 
 class SessionNotFound(NotFound):
-    """The session the call names does not exist."""
+    """The session the call names (`session_id`) does not exist."""
 
     __module__ = "turnstore"
+    session_id: str | None
 
 
 class SequenceConflict(CheckpointError):
-    """The checkpoint sequence did not advance past the stored one."""
+    """The sequence did not advance: `attempted` is not above the `stored` one."""
 
     __module__ = "turnstore"
+    session_id: str | None
+    stored: int | None
+    attempted: int | None
 
 
 class SessionExists(CheckpointError):
-    """A session with this id already exists."""
+    """A session with this id (`session_id`) already exists."""
 
     __module__ = "turnstore"
+    session_id: str | None
 
 
 class ContextRewriteRequired(InvalidInput):
@@ -97,7 +125,56 @@ class ContextRewriteRequired(InvalidInput):
 
 
 class CorruptRecord(CheckpointError):
-    """A stored row does not decode or does not match its index."""
+    """A stored row does not decode or does not match its index (`session_id` when known)."""
+
+    __module__ = "turnstore"
+    session_id: str | None
+
+
+class UnsupportedRecordSchemaVersion(CorruptRecord):
+    """A stored record has a `schema_version` (`actual`) this build does not read."""
+
+    __module__ = "turnstore"
+    record_kind: str | None
+    actual: int | None
+    expected: int | None
+
+
+class SessionBindingMismatch(InvalidInput):
+    """A runtime handle bound to one session was used for another."""
+
+    __module__ = "turnstore"
+    bound_session_id: str | None
+    attempted_session_id: str | None
+
+
+class HeadRevisionConflict(CheckpointError):
+    """The session head moved: `expected` (None for a new session) is not `actual`."""
+
+    __module__ = "turnstore"
+    session_id: str | None
+    expected: int | None
+    actual: int | None
+
+
+class RuntimeTurnCommitConflict(CheckpointError):
+    """A turn (`turn_id`) was already committed with different content."""
+
+    __module__ = "turnstore"
+    session_id: str | None
+    turn_id: str | None
+
+
+class QueuedWorkClaimExpired(CheckpointError):
+    """A queued-work claim (`claim_id`) is missing or its lease ran out."""
+
+    __module__ = "turnstore"
+    session_id: str | None
+    claim_id: str | None
+
+
+class ConfigError(TurnstoreError, ValueError):
+    """The store URL or an option of it is wrong; nothing was opened."""
 
     __module__ = "turnstore"
 
@@ -112,40 +189,7 @@ class StorageError(TurnstoreError):
     """The database failed underneath the store; `retryable` says whether a retry may succeed."""
 
     __module__ = "turnstore"
-
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-
-
-class SessionBindingMismatch(InvalidInput):
-    """A runtime handle bound to one session was used for another (`bound_session_id`, ...)."""
-
-    __module__ = "turnstore"
-
-
-class HeadRevisionConflict(CheckpointError):
-    """The session head moved: `expected` (None for a new session) is not `actual`."""
-
-    __module__ = "turnstore"
-
-
-class RuntimeTurnCommitConflict(CheckpointError):
-    """A turn was already committed with different content (`session_id`, `turn_id`)."""
-
-    __module__ = "turnstore"
-
-
-class QueuedWorkClaimExpired(CheckpointError):
-    """A queued-work claim is missing or its lease ran out (`session_id`, `claim_id`)."""
-
-    __module__ = "turnstore"
-
-
-class UnsupportedRecordSchemaVersion(CorruptRecord):
-    """A stored record has a `schema_version` this build does not read."""
-
-    __module__ = "turnstore"
+    retryable: bool = False
 
 
 class ReadOnlyStore(TurnstoreError):

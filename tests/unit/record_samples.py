@@ -67,6 +67,7 @@ from turnstore import (
     WebSearchBeginEvent,
     WebSearchEndEvent,
 )
+from turnstore.rules.messages import new_queued_message
 
 U64_MAX = 2**64 - 1
 I64_MIN = -(2**63)
@@ -231,7 +232,7 @@ def queued_message(owner: str = "owner", id: str = "sub-1", boundary: Any = None
     delivery = {TurnBoundary: "turn", SteerBoundary: "steer", QueueBoundary: "queue"}[
         type(boundary)
     ]
-    return QueuedMessage.new(owner, id, boundary, message_event(delivery))
+    return new_queued_message(owner, id, boundary, message_event(delivery))
 
 
 def active_execution(**changes: Any) -> ActiveExecution:

@@ -27,11 +27,11 @@ from turnstore import (
     ApprovalCall,
     Checkpoint,
     CheckpointError,
-    ConfigError,
     ExecApprovalRequestEvent,
     ExecutionRecord,
     ExecutionStats,
     InvalidInput,
+    InvalidMessage,
     MessageAuthor,
     MessageEvent,
     MessageTarget,
@@ -47,7 +47,8 @@ from turnstore import (
     boundary_delivery,
     boundary_starts_turn,
 )
-from turnstore.rules.validation import _WHITE_SPACE
+from turnstore.rules.messages import new_queued_message, validate_queued_message
+from turnstore.rules.values import WHITE_SPACE
 
 USAGE_FIELDS = TokenUsage.__struct_fields__
 STAT_COUNTERS = tuple(name for name in ExecutionStats.__struct_fields__ if name != "usage")
@@ -486,9 +487,9 @@ BOUNDARIES = [
 
 @pytest.mark.parametrize(("boundary", "delivery"), BOUNDARIES)
 def test_queued_message_new_copies_the_event(boundary: Any, delivery: str) -> None:
-    """QueuedMessage.new keeps owner, id, boundary, author, text, attachments and reply."""
+    """new_queued_message keeps owner, id, boundary, author, text, attachments and reply."""
     event = message_event(delivery)
-    queued = QueuedMessage.new("owner", "sub-1", boundary, event)
+    queued = new_queued_message("owner", "sub-1", boundary, event)
     assert queued == QueuedMessage(
         owner="owner",
         id="sub-1",
@@ -523,8 +524,8 @@ def test_queued_message_new_refuses_a_delivery_that_does_not_match(
     boundary: Any, delivery: str
 ) -> None:
     """A message event whose delivery is not the boundary's is inconsistent."""
-    with pytest.raises(ConfigError) as caught:
-        QueuedMessage.new("owner", "id", boundary, message_event(delivery))
+    with pytest.raises(InvalidMessage) as caught:
+        new_queued_message("owner", "id", boundary, message_event(delivery))
     assert str(caught.value) == "queued message event is inconsistent"
 
 
@@ -533,14 +534,14 @@ def test_queued_message_new_refuses_a_message_target() -> None:
     event = message_event(
         "turn", message_target=MessageTarget(checkpoint_sequence=1, batch_item_count=1)
     )
-    with pytest.raises(ConfigError, match=r"^queued message event is inconsistent$"):
-        QueuedMessage.new("owner", "id", TurnBoundary(), event)
+    with pytest.raises(InvalidMessage, match=r"^queued message event is inconsistent$"):
+        new_queued_message("owner", "id", TurnBoundary(), event)
 
 
 def test_queued_message_consistency_is_checked_before_limits() -> None:
     """An inconsistent event is reported as such even when the owner is also invalid."""
-    with pytest.raises(ConfigError, match=r"^queued message event is inconsistent$"):
-        QueuedMessage.new("", "", TurnBoundary(), message_event("queue"))
+    with pytest.raises(InvalidMessage, match=r"^queued message event is inconsistent$"):
+        new_queued_message("", "", TurnBoundary(), message_event("queue"))
 
 
 def _new(
@@ -560,7 +561,7 @@ def _new(
         attachments=attachments or [],
         **extra,
     )
-    return QueuedMessage.new(owner, id, boundary, event)
+    return new_queued_message(owner, id, boundary, event)
 
 
 def _file(file_id: str = "f", name: str = "n") -> SessionFileReference:
@@ -644,8 +645,8 @@ INVALID_QUEUED: list[tuple[str, dict[str, Any], str]] = [
     ids=[name for name, _, _ in INVALID_QUEUED],
 )
 def test_queued_message_limits(changes: dict[str, Any], message: str) -> None:
-    """QueuedMessage.new refuses blank or oversized owner, id, turn id and content in seed order."""
-    with pytest.raises(ConfigError) as caught:
+    """new_queued_message refuses blank or long owner, id, turn id and content in seed order."""
+    with pytest.raises(InvalidMessage) as caught:
         _new(**changes)
     assert str(caught.value) == message
     assert isinstance(caught.value, InvalidInput)
@@ -670,7 +671,7 @@ VALID_QUEUED: list[tuple[str, dict[str, Any]]] = [
 def test_queued_message_limits_are_inclusive(changes: dict[str, Any]) -> None:
     """Values at the limits, and attachment-only messages, are accepted."""
     queued = _new(**changes)
-    queued.validate()
+    validate_queued_message(queued)
 
 
 def test_queued_message_validate_checks_a_constructed_message() -> None:
@@ -678,8 +679,8 @@ def test_queued_message_validate_checks_a_constructed_message() -> None:
     queued = QueuedMessage(
         owner="owner", id=" ", boundary=QueueBoundary(), author=MessageAuthor(), message="x"
     )
-    with pytest.raises(ConfigError, match=r"^queued message ID is invalid$"):
-        queued.validate()
+    with pytest.raises(InvalidMessage, match=r"^queued message ID is invalid$"):
+        validate_queued_message(queued)
 
 
 def test_queued_message_event_uses_the_boundary_delivery() -> None:
@@ -700,7 +701,7 @@ def test_queued_message_event_uses_the_boundary_delivery() -> None:
 def test_full_checkpoint_sample_is_queued_consistently() -> None:
     """Every queued message of the full sample validates (guards the shared sample)."""
     for message in full_checkpoint().pending_messages:
-        message.validate()
+        validate_queued_message(message)
 
 
 # U+001C..U+001F are whitespace to Python's str.strip but not to Rust's trim; the separate
@@ -715,9 +716,9 @@ def test_queued_message_owner_rule_property(owner: str) -> None:
         fits = len(owner.encode()) <= 256
     except UnicodeEncodeError:
         fits = False
-    valid = bool(owner.strip(_WHITE_SPACE)) and fits
+    valid = bool(owner.strip(WHITE_SPACE)) and fits
     if valid:
         assert _new(owner=owner).owner == owner
     else:
-        with pytest.raises(ConfigError, match=r"^queued message owner is invalid$"):
+        with pytest.raises(InvalidMessage, match=r"^queued message owner is invalid$"):
             _new(owner=owner)

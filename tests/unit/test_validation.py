@@ -21,7 +21,9 @@ from turnstore import (
     Checkpoint,
     CheckpointError,
     ConfigError,
+    EventPageRequest,
     InvalidInput,
+    InvalidMessage,
     MessageAuthor,
     QueueBoundary,
     QueuedMessage,
@@ -30,19 +32,17 @@ from turnstore import (
     TokenUsage,
     ToolCall,
     TurnBoundary,
+    TurnstoreError,
 )
+from turnstore.rules.messages import validate_message_content, validate_queued_message
+from turnstore.rules.pages import journal_query, page_limit
 from turnstore.rules.validation import (
-    optional_cursor,
-    page_limit,
-    revalidated,
-    storage_integer,
     validate_checkpoint,
     validate_execution,
     validate_execution_record,
-    validate_message_content,
-    validate_queued_message,
     validate_session_id,
 )
+from turnstore.rules.values import revalidated, storage_integer
 
 
 def _raises(kind: type[Exception], message: str, call: Any, *args: Any) -> None:
@@ -241,14 +241,14 @@ def test_pending_messages_must_be_unique_per_owner_and_id() -> None:
 
 
 def test_pending_messages_are_validated() -> None:
-    """An invalid queued message makes the checkpoint invalid with the message's ConfigError."""
+    """An invalid queued message makes the checkpoint invalid with the message's InvalidMessage."""
     checkpoint = Checkpoint.empty("s")
     checkpoint.pending_messages = [
         QueuedMessage(
             owner=" ", id="m", boundary=TurnBoundary(), author=MessageAuthor(), message="x"
         )
     ]
-    _raises(ConfigError, "queued message owner is invalid", validate_checkpoint, checkpoint)
+    _raises(InvalidMessage, "queued message owner is invalid", validate_checkpoint, checkpoint)
 
 
 def test_validate_checkpoint_does_not_change_the_checkpoint() -> None:
@@ -263,7 +263,14 @@ def test_validation_errors_are_checkpoint_errors() -> None:
     """InvalidInput is the seed's Error::Checkpoint: a CheckpointError and a ValueError."""
     assert issubclass(InvalidInput, CheckpointError)
     assert issubclass(InvalidInput, ValueError)
-    assert issubclass(ConfigError, InvalidInput)
+    assert issubclass(InvalidMessage, InvalidInput)
+
+
+def test_configuration_errors_are_not_checkpoint_errors() -> None:
+    """A bad store URL is a ConfigError: a TurnstoreError and a ValueError, not a rule refusal."""
+    assert issubclass(ConfigError, TurnstoreError)
+    assert issubclass(ConfigError, ValueError)
+    assert not issubclass(ConfigError, CheckpointError)
 
 
 # --- validate_execution / validate_execution_record -----------------------------------------
@@ -381,9 +388,9 @@ def test_blank_means_unicode_white_space_as_rusts_trim(check: str) -> None:
     if check == "session-id":
         validate_checkpoint(Checkpoint.empty(SEPARATORS))
     elif check == "queued-owner":
-        queued_message(owner=SEPARATORS).validate()
+        validate_queued_message(queued_message(owner=SEPARATORS))
     elif check == "queued-id":
-        queued_message(id=SEPARATORS).validate()
+        validate_queued_message(queued_message(id=SEPARATORS))
     else:
         validate_execution_record(execution_record(turn_id=SEPARATORS))
 
@@ -398,7 +405,7 @@ def test_validate_message_content_messages() -> None:
     validate_message_content(user, "hi", [])
     validate_message_content(user, "", [file])
     _raises(
-        ConfigError,
+        InvalidMessage,
         "message author is invalid",
         validate_message_content,
         MessageAuthor(role="bot"),
@@ -406,16 +413,16 @@ def test_validate_message_content_messages() -> None:
         [],
     )  # type: ignore[arg-type]
     _raises(
-        ConfigError,
+        InvalidMessage,
         "message exceeds the size limit",
         validate_message_content,
         user,
         "x" * (128 * 1024 + 1),
         [],
     )
-    _raises(ConfigError, "message is empty", validate_message_content, user, " ", [])
+    _raises(InvalidMessage, "message is empty", validate_message_content, user, " ", [])
     _raises(
-        ConfigError,
+        InvalidMessage,
         "message has too many attachments",
         validate_message_content,
         user,
@@ -423,7 +430,7 @@ def test_validate_message_content_messages() -> None:
         [file] * 65,
     )
     _raises(
-        ConfigError,
+        InvalidMessage,
         "message attachment is invalid",
         validate_message_content,
         user,
@@ -432,13 +439,12 @@ def test_validate_message_content_messages() -> None:
     )
 
 
-def test_validate_queued_message_is_the_method() -> None:
-    """validate_queued_message and QueuedMessage.validate apply the same rules."""
+def test_validate_queued_message_refuses_an_empty_message() -> None:
+    """validate_queued_message applies the message content rules to a queued message."""
     queued = QueuedMessage(
         owner="o", id="i", boundary=TurnBoundary(), author=MessageAuthor(), message=""
     )
-    _raises(ConfigError, "message is empty", validate_queued_message, queued)
-    _raises(ConfigError, "message is empty", queued.validate)
+    _raises(InvalidMessage, "message is empty", validate_queued_message, queued)
 
 
 # --- revalidated, storage integers, page bounds -----------------------------------------------
@@ -492,9 +498,11 @@ def test_storage_integer_refuses_the_rest(value: Any) -> None:
 
 
 @pytest.mark.parametrize(("limit", "rows"), [(1, 2), (100, 101), (I64_MAX - 1, I64_MAX)])
-def test_page_limit_asks_for_one_extra_row(limit: int, rows: int) -> None:
-    """page_limit returns limit + 1 so a page can tell whether another follows."""
-    assert page_limit(limit, "event journal page") == rows
+def test_page_queries_ask_for_one_extra_row(limit: int, rows: int) -> None:
+    """A page query reads limit + 1 rows so a page can tell whether another follows."""
+    assert page_limit(limit, "event journal page") == limit
+    query = journal_query("s", EventPageRequest(limit=limit), EventPageRequest)
+    assert (query.limit, query.fetch) == (limit, rows)
 
 
 @pytest.mark.parametrize("limit", [0, -1, True, 1.5, None])
@@ -515,9 +523,15 @@ def test_page_limit_must_fit_after_adding_one(limit: int) -> None:
     _raises(InvalidInput, "transcript limit is too large", page_limit, limit, "transcript")
 
 
-def test_optional_cursor() -> None:
-    """optional_cursor passes None and in-range cursors, and refuses the rest with the message."""
-    assert optional_cursor(None, "bad cursor") is None
-    assert optional_cursor(7, "bad cursor") == 7
-    _raises(InvalidInput, "bad cursor", optional_cursor, -7, "bad cursor")
-    _raises(InvalidInput, "bad cursor", optional_cursor, 2**63, "bad cursor")
+def test_page_cursors_are_optional_storage_integers() -> None:
+    """A page cursor may be None or an in-range integer; the rest is refused with the message."""
+
+    def before(cursor: Any) -> int | None:
+        request = EventPageRequest(before_sequence=cursor, limit=1)
+        return journal_query("s", request, EventPageRequest).before
+
+    assert before(None) is None
+    assert before(7) == 7
+    message = "event journal cursor exceeds SQLite INTEGER"
+    _raises(InvalidInput, message, before, -7)
+    _raises(InvalidInput, message, before, 2**63)

@@ -28,7 +28,6 @@ from turnstore import (
     ModelStepStartedEvent,
     PendingApproval,
     QueueBoundary,
-    QueuedMessage,
     SessionContext,
     TimestampedEvent,
     TokenCountEvent,
@@ -40,6 +39,7 @@ from turnstore import (
     TurnCompleteEvent,
     TurnStartedEvent,
     UserMessageEvent,
+    new_queued_message,
 )
 
 SESSION_ID = "demo-session"
@@ -339,7 +339,7 @@ class ScriptedSession:
     def queue_message(self, message_id: str, text: str) -> None:
         """Accept user input while the turn runs; it waits durably for the turn to end."""
         message = MessageEvent(author=demo_author(), delivery="queue", text=text)
-        queued = QueuedMessage.new(OWNER_ID, message_id, QueueBoundary(), message)
+        queued = new_queued_message(OWNER_ID, message_id, QueueBoundary(), message)
         self.checkpoint.pending_messages.append(queued)
         self.clock.tick(350)
         self.commit()

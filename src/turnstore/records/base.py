@@ -7,7 +7,7 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from turnstore.errors import RecordDecodeError
+from turnstore.errors import CorruptRecord, RecordDecodeError
 
 U64_MAX = 2**64 - 1
 I64_MIN = -(2**63)
@@ -77,4 +77,15 @@ def convert(value: object, type_: type[T]) -> T:
     except msgspec.ValidationError as error:
         raise RecordDecodeError(
             f"{getattr(type_, '__name__', type_)} does not decode: {error}"
+        ) from None
+
+
+def decode_stored(data: bytes | str, type_: type[T], what: str, session_id: str | None = None) -> T:
+    """Decode JSON read from the database, raising `CorruptRecord` when it does not fit."""
+    try:
+        value: T = _decoder(type_).decode(data)
+        return value
+    except msgspec.DecodeError as error:
+        raise CorruptRecord(
+            f"stored {what} does not decode: {error}", session_id=session_id
         ) from None

@@ -222,21 +222,6 @@ class QueuedMessage(Record, kw_only=True):
     attachments: list[SessionFileReference] = msgspec.field(default_factory=list)
     reply: MessageReply | None = None
 
-    @classmethod
-    def new(
-        cls, owner: str, id: str, boundary: QueuedMessageBoundary, event: MessageEvent
-    ) -> QueuedMessage:
-        """Build a validated queued message from a message event that matches its boundary."""
-        from turnstore.rules.validation import new_queued_message
-
-        return new_queued_message(owner, id, boundary, event)
-
-    def validate(self) -> None:
-        """Raise `ConfigError` when this message breaks a limit or is empty."""
-        from turnstore.rules.validation import validate_queued_message
-
-        validate_queued_message(self)
-
     def event(self) -> MessageEvent:
         """Return the message event this queued message delivers."""
         return MessageEvent(

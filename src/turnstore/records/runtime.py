@@ -183,8 +183,6 @@ class RuntimeCommit(Record, kw_only=True):
 
     def turn_commit_hash(self) -> str:
         """Return the SHA-256 of this commit's meaning, stable across retries of one turn."""
-        from turnstore.rules.runtime import turn_commit_hash
-
         return turn_commit_hash(self)
 
     def with_turn_commit(self, turn_id: str) -> RuntimeCommit:
@@ -210,6 +208,37 @@ class RuntimeCommit(Record, kw_only=True):
         # stamped commit stamps it again.
         stamp = commit.turn_commit
         return commit if stamp is None else commit.with_turn_commit(stamp.turn_id)
+
+
+_VOLATILE_KEYS = ("node_id", "parent_node_id", "leaf_node_id", "timestamp")
+
+
+def scrub_turn_commit_value(value: Any) -> Any:
+    """Drop what differs between two attempts of one turn: node ids, message ids, timestamps.
+
+    At every depth: an object that is a message (`role` and `parts`) or a message part
+    (`kind`, `content` and `prune_state`) loses its `id`; every object loses `node_id`,
+    `parent_node_id`, `leaf_node_id` and `timestamp`.
+    """
+    if isinstance(value, dict):
+        is_message = "role" in value and "parts" in value
+        is_part = "kind" in value and "content" in value and "prune_state" in value
+        return {
+            key: scrub_turn_commit_value(item)
+            for key, item in value.items()
+            if key not in _VOLATILE_KEYS and not (key == "id" and (is_message or is_part))
+        }
+    if isinstance(value, list):
+        return [scrub_turn_commit_value(item) for item in value]
+    return value
+
+
+def turn_commit_hash(commit: RuntimeCommit) -> str:
+    """Hex SHA-256 of canonical JSON of the commit without its CAS and stamp, scrubbed."""
+    semantic = msgspec.structs.replace(commit, expected_head_revision=None, turn_commit=None)
+    value = scrub_turn_commit_value(msgspec.to_builtins(semantic))
+    canonical = msgspec.json.encode(value, order="sorted")
+    return hashlib.sha256(canonical).hexdigest()
 
 
 class RuntimeCommitResult(Record, kw_only=True):

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from turnstore.errors import ContextRewriteRequired, RecordDecodeError
-from turnstore.records.base import encode_json
+from turnstore.errors import ContextRewriteRequired
+from turnstore.rules.values import encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +43,7 @@ def digest(item_json: bytes) -> bytes:
 
 
 def _encode(value: object) -> bytes:
-    try:
-        return encode_json(value)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise RecordDecodeError(f"checkpoint context is not encodable: {error}") from None
+    return encode(value, "checkpoint context")
 
 
 def plan_context_write(

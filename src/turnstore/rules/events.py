@@ -30,7 +30,7 @@ from turnstore.records.protocol import (
     TurnCompleteEvent,
     TurnStartedEvent,
 )
-from turnstore.rules.validation import revalidated
+from turnstore.rules.values import revalidated
 
 STREAM_DELTA_KINDS = ("agent_message_content_delta", "agent_reasoning_content_delta")
 """Event kinds that a completed model step makes redundant."""

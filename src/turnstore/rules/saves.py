@@ -1,23 +1,23 @@
-"""Preparing a save: validate and encode everything before any I/O."""
+"""Preparing a save or a fork: validate and encode everything before any I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from turnstore.errors import InvalidInput, RecordDecodeError
-from turnstore.records.base import encode_json
+from turnstore.errors import InvalidInput
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, TimestampedEvent
 from turnstore.rules.events import PreparedEvent, prepare_event
 from turnstore.rules.validation import (
-    revalidated,
-    storage_integer,
+    is_clean_start,
     validate_checkpoint,
     validate_execution,
+    validate_session_id,
 )
+from turnstore.rules.values import checked, encoded_text, require, revalidated, storage_integer
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,39 +52,26 @@ class PreparedFork:
     child: PreparedSave
 
 
-def type_check(value: object, type_: type, name: str) -> None:
-    if not isinstance(value, type_):
-        raise InvalidInput(f"{name} must be a {type_.__name__}")
-
-
-def encode_values(values: Sequence[Any], what: str) -> str:
-    try:
-        return encode_json(values).decode()
-    except (TypeError, ValueError, OverflowError) as error:
-        raise RecordDecodeError(f"{what} is not encodable: {error}") from None
-
-
 def prepare_save(
-    checkpoint: Checkpoint,
+    checkpoint: object,
     transcript_delta: Iterable[Any],
     execution: ExecutionRecord | None,
     events: Iterable[TimestampedEvent],
 ) -> PreparedSave:
     """Validate and encode one save before any I/O (all but the context delta)."""
-    type_check(checkpoint, Checkpoint, "checkpoint")
-    context = list(checkpoint.context)
-    state, state_json = revalidated(msgspec.structs.replace(checkpoint, context=[]))
+    given = require(checkpoint, Checkpoint, "checkpoint")
+    context = list(given.context)
+    state, state_json = revalidated(msgspec.structs.replace(given, context=[]))
     validate_checkpoint(state)
     execution_json = None
     if execution is not None:
-        type_check(execution, ExecutionRecord, "execution")
-        execution, execution_bytes = revalidated(execution)
-        validate_execution(state, execution)
-        execution_json = (execution.started_at_ms, execution_bytes.decode())
+        record, record_json = checked(execution, ExecutionRecord, "execution")
+        validate_execution(state, record)
+        execution_json = (record.started_at_ms, record_json.decode())
     storage_integer(state.sequence, "checkpoint sequence exceeds SQLite INTEGER")
     storage_integer(state.context_epoch, "checkpoint context epoch exceeds SQLite INTEGER")
     delta = list(transcript_delta)
-    prepared_events = [prepare_event(_checked_event(event)) for event in events]
+    prepared_events = [prepare_event(require(event, TimestampedEvent, "event")) for event in events]
     return PreparedSave(
         session_id=state.session_id,
         sequence=state.sequence,
@@ -96,13 +83,23 @@ def prepare_save(
         execution_stats_json=state.execution_stats.to_json().decode(),
         catalog_visible=state.catalog_visible,
         first_user_message=state.first_user_message,
-        transcript_json=encode_values(delta, "transcript delta") if delta else None,
+        transcript_json=encoded_text(delta, "transcript delta") if delta else None,
         execution=execution_json,
         events=prepared_events,
     )
 
 
-def _checked_event(event: object) -> TimestampedEvent:
-    type_check(event, TimestampedEvent, "event")
-    assert isinstance(event, TimestampedEvent)
-    return event
+def prepare_fork(
+    parent_session_id: object, parent_sequence: object, checkpoint: object
+) -> PreparedFork:
+    """Validate a fork: a distinct parent, a clean sequence-zero child, a storable sequence."""
+    child = require(checkpoint, Checkpoint, "checkpoint")
+    parent = validate_session_id(parent_session_id)
+    if parent == child.session_id:
+        raise InvalidInput("a session cannot fork itself")
+    if not is_clean_start(child):
+        raise InvalidInput("a fork must begin at a clean sequence-zero checkpoint")
+    sequence = storage_integer(parent_sequence, "parent sequence exceeds SQLite INTEGER")
+    # The child's starting context is its first transcript batch, so its history pages
+    # show what it began with.
+    return PreparedFork(parent, sequence, prepare_save(child, child.context, None, ()))

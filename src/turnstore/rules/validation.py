@@ -1,133 +1,40 @@
-"""Validation of checkpoints, execution records, queued messages and page bounds."""
+"""Validation of session ids, checkpoints and execution records."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Iterable
 
-import msgspec
-
-from turnstore.errors import ConfigError, InvalidInput, RecordDecodeError
-from turnstore.records.base import I64_MAX, U64_MAX, decode_json, encode_json
+from turnstore.errors import InvalidInput
+from turnstore.records.base import U64_MAX
 from turnstore.records.checkpoint import (
     CHECKPOINT_VERSION,
     MAX_QUEUED_MESSAGES,
     Checkpoint,
     ExecutionRecord,
-    QueuedMessage,
-    QueuedMessageBoundary,
-    SteerBoundary,
-    boundary_delivery,
 )
-from turnstore.records.protocol import (
-    MAX_MESSAGE_BYTES,
-    MessageAuthor,
-    MessageEvent,
-    SessionFileReference,
-)
+from turnstore.rules.messages import validate_queued_message
+from turnstore.rules.values import is_blank, too_long
 
-MAX_QUEUED_OWNER_BYTES = 256
-MAX_QUEUED_ID_BYTES = 4 * 1024
-MAX_QUEUED_TURN_ID_BYTES = 4 * 1024
-MAX_QUEUED_MESSAGE_BYTES = MAX_MESSAGE_BYTES * 2
-MAX_ATTACHMENTS = 64
-"""Most attachments one message may carry."""
 MAX_SESSION_ID_BYTES = 1024
 """Longest session id, in UTF-8 bytes."""
-
-R = TypeVar("R", bound=msgspec.Struct)
-
-
-def revalidated(record: R) -> tuple[R, bytes]:
-    """Return a type-checked copy of `record` and its JSON.
-
-    Record constructors do not check types or ranges, so a record from a caller is encoded
-    and decoded again: the decode enforces every annotated type and integer range.
-    """
-    try:
-        data = encode_json(record)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise RecordDecodeError(f"{type(record).__name__} is not encodable: {error}") from None
-    return decode_json(data, type(record)), data
-
-
-# Unicode White_Space, which Rust's `str::trim` strips; Python's `str.strip()` also strips the
-# information separators U+001C..U+001F, which the seeds do not count as blank.
-_WHITE_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-def _blank(value: str) -> bool:
-    return not value.strip(_WHITE_SPACE)
-
-
-def _too_long(value: str, limit: int) -> bool:
-    # A Python string may hold lone surrogates, which no UTF-8 text (and no Rust string) can.
-    try:
-        return len(value.encode()) > limit
-    except UnicodeEncodeError:
-        return True
 
 
 def validate_session_id(session_id: object) -> str:
     """Return `session_id` if it is a usable session id, else raise `InvalidInput`."""
-    if not isinstance(session_id, str) or _blank(session_id):
+    if not isinstance(session_id, str) or is_blank(session_id):
         raise InvalidInput("session ID cannot be empty")
-    if _too_long(session_id, MAX_SESSION_ID_BYTES):
+    if too_long(session_id, MAX_SESSION_ID_BYTES):
         raise InvalidInput("session ID is too long")
     return session_id
 
 
-def validate_message_content(
-    author: MessageAuthor, message: str, attachments: list[SessionFileReference]
-) -> None:
-    """Raise `ConfigError` when a message is empty, too large or has bad attachments."""
-    if author.role not in ("user", "agent", "system"):
-        raise ConfigError("message author is invalid")
-    if _too_long(message, MAX_MESSAGE_BYTES):
-        raise ConfigError("message exceeds the size limit")
-    if _blank(message) and not attachments:
-        raise ConfigError("message is empty")
-    if len(attachments) > MAX_ATTACHMENTS:
-        raise ConfigError("message has too many attachments")
-    if any(_blank(item.file_id) or _blank(item.name) for item in attachments):
-        raise ConfigError("message attachment is invalid")
-
-
-def validate_queued_message(message: QueuedMessage) -> None:
-    """Raise `ConfigError` when a queued message breaks a limit (the seed's checks, in order)."""
-    if _blank(message.owner) or _too_long(message.owner, MAX_QUEUED_OWNER_BYTES):
-        raise ConfigError("queued message owner is invalid")
-    if _blank(message.id) or _too_long(message.id, MAX_QUEUED_ID_BYTES):
-        raise ConfigError("queued message ID is invalid")
-    boundary = message.boundary
-    if isinstance(boundary, SteerBoundary) and (
-        _blank(boundary.turn_id) or _too_long(boundary.turn_id, MAX_QUEUED_TURN_ID_BYTES)
-    ):
-        raise ConfigError("queued message turn ID is invalid")
-    validate_message_content(message.author, message.message, message.attachments)
-    if len(encode_json(message.event())) > MAX_QUEUED_MESSAGE_BYTES:
-        raise ConfigError("queued message is invalid")
-
-
-def new_queued_message(
-    owner: str, id: str, boundary: QueuedMessageBoundary, event: MessageEvent
-) -> QueuedMessage:
-    """Build a queued message from an event whose delivery matches the boundary."""
-    if event.delivery != boundary_delivery(boundary) or event.message_target is not None:
-        raise ConfigError("queued message event is inconsistent")
-    queued = QueuedMessage(
-        owner=owner,
-        id=id,
-        boundary=boundary,
-        author=event.author,
-        message=event.text,
-        attachments=list(event.attachments),
-        reply=event.reply,
-    )
-    validate_queued_message(queued)
-    return queued
+def validate_session_ids(session_ids: object) -> list[str]:
+    """Return a list of session ids, refusing one bare string where a sequence is meant."""
+    if isinstance(session_ids, str):
+        raise InvalidInput("session_ids must be a sequence of session IDs, not one string")
+    if not isinstance(session_ids, Iterable):
+        raise InvalidInput("session_ids must be a sequence of session IDs")
+    return [validate_session_id(session_id) for session_id in session_ids]
 
 
 def validate_checkpoint(checkpoint: Checkpoint) -> None:
@@ -150,7 +57,7 @@ def validate_checkpoint(checkpoint: Checkpoint) -> None:
 def _validate_active_turn(checkpoint: Checkpoint) -> None:
     active = checkpoint.active_execution
     if active is not None:
-        if _blank(active.submission_id) or _blank(active.turn_id):
+        if is_blank(active.submission_id) or is_blank(active.turn_id):
             raise InvalidInput("active execution identifiers cannot be empty")
         if active.started_at_ms < 0:
             raise InvalidInput("active execution start time cannot be negative")
@@ -160,10 +67,20 @@ def _validate_active_turn(checkpoint: Checkpoint) -> None:
     if step is not None:
         if active is None:
             raise InvalidInput("active model step has no active execution")
-        if _blank(step.model_step_id):
+        if is_blank(step.model_step_id):
             raise InvalidInput("active model-step identifier cannot be empty")
         if step.started_at_ms < active.started_at_ms:
             raise InvalidInput("active model step predates its execution")
+
+
+def is_clean_start(checkpoint: Checkpoint) -> bool:
+    """Whether a checkpoint can begin a new session branch: sequence zero, nothing in flight."""
+    return (
+        checkpoint.sequence == 0
+        and checkpoint.active_execution is None
+        and checkpoint.pending_approval is None
+        and not checkpoint.pending_messages
+    )
 
 
 def validate_execution(checkpoint: Checkpoint, execution: ExecutionRecord) -> None:
@@ -177,7 +94,10 @@ def validate_execution(checkpoint: Checkpoint, execution: ExecutionRecord) -> No
 
 def validate_execution_record(execution: ExecutionRecord) -> None:
     """Raise `InvalidInput` when an execution record is inconsistent in itself."""
-    if _blank(execution.session_id) or _blank(execution.submission_id) or _blank(execution.turn_id):
+    if any(
+        is_blank(value)
+        for value in (execution.session_id, execution.submission_id, execution.turn_id)
+    ):
         raise InvalidInput("execution record identifiers cannot be empty")
     if execution.started_at_ms < 0 or execution.finished_at_ms < execution.started_at_ms:
         raise InvalidInput("execution record has invalid timestamps")
@@ -188,24 +108,3 @@ def validate_execution_record(execution: ExecutionRecord) -> None:
         raise InvalidInput("execution elapsed time does not match its timestamps")
     if execution.failed_tool_calls > execution.tool_calls:
         raise InvalidInput("execution failed-tool count exceeds tool count")
-
-
-def storage_integer(value: object, message: str) -> int:
-    """Return `value` if it is a non-negative integer that fits a signed 64-bit column."""
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= I64_MAX:
-        raise InvalidInput(message)
-    return value
-
-
-def page_limit(limit: object, what: str) -> int:
-    """Return the row count to query (limit + 1, to detect a next page) for a page request."""
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
-        raise InvalidInput(f"{what} limit must be positive")
-    if limit + 1 > I64_MAX:
-        raise InvalidInput(f"{what} limit is too large")
-    return limit + 1
-
-
-def optional_cursor(value: object, message: str) -> int | None:
-    """Return a page cursor, or None, refusing values outside the storage integer range."""
-    return None if value is None else storage_integer(value, message)

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from turnstore.backends.base import WriterStats
+from turnstore.backends.sql.engine import WriterStats
 from turnstore.backends.sqlite.connection import storage_error
 from turnstore.errors import StoreClosed, TurnstoreError
 

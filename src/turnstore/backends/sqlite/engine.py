@@ -1,16 +1,13 @@
-"""The SQLite backend: a group-commit writer, a pool of WAL readers, and SQLite's dialect."""
+"""The SQLite engine: a group-commit writer, a pool of WAL readers, and SQLite's dialect."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from turnstore.backends.base import WriterStats
-from turnstore.backends.sql import Dialect, SqlBackend, Statements, Tx
-from turnstore.backends.sql_runtime import RuntimeStatements, SqlRuntimeBackend
+from turnstore.backends.sql.engine import Dialect, Tx, WriterStats
 from turnstore.backends.sqlite.connection import (
     BUSY_TIMEOUT_S,
     ReaderPool,
@@ -30,31 +27,12 @@ SQLITE = Dialect(
     lock="",
     key_share="",
     now="unixepoch()",
+    now_ms="CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     in_ids="{column} IN (SELECT value FROM json_each(?))",
     id_list=lambda ids: encode_json(ids).decode(),
-    now_ms="CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     blob_read_lock="",
     blob_write_lock="",
 )
-STATEMENTS = Statements(SQLITE)
-RUNTIME_STATEMENTS = RuntimeStatements(STATEMENTS)
-
-
-class _Tx:
-    """A transaction on one sqlite3 connection."""
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self._connection.execute(sql, params).fetchone()
-        return row
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._connection.execute(sql, params).fetchall()
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._connection.execute(sql, params)
 
 
 class SqliteEngine:
@@ -64,7 +42,10 @@ class SqliteEngine:
     with `query_only`, no writer thread runs, and every write raises `ReadOnlyStore`.
     """
 
-    def __init__(self, path: Path, *, busy_timeout_s: float, read_only: bool) -> None:
+    def __init__(
+        self, path: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S, read_only: bool = False
+    ) -> None:
+        self.path = path
         self._readers = ReaderPool(path, busy_timeout_s, read_only=read_only)
         self._writer: GroupCommitWriter | None = None
         if read_only:
@@ -76,13 +57,13 @@ class SqliteEngine:
     def read(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in a read transaction on a pooled connection."""
         with self._readers.snapshot() as connection:
-            return work(_Tx(connection))
+            return work(Tx(connection, SQLITE))
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Queue `work` for the writer's next group commit."""
         if self._writer is None:
             raise ReadOnlyStore("the store was opened read-only")
-        return self._writer.submit(lambda connection: work(_Tx(connection)))
+        return self._writer.submit(lambda connection: work(Tx(connection, SQLITE)))
 
     def writer_stats(self) -> WriterStats:
         """Return how many transactions committed and how many writes they carried."""
@@ -93,14 +74,3 @@ class SqliteEngine:
         if self._writer is not None:
             self._writer.close()
         self._readers.close()
-
-
-class SqliteBackend(SqlBackend):
-    """The checkpoint contract on one SQLite database file."""
-
-    def __init__(
-        self, path: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S, read_only: bool = False
-    ) -> None:
-        self.path = path
-        engine = SqliteEngine(path, busy_timeout_s=busy_timeout_s, read_only=read_only)
-        super().__init__(engine, STATEMENTS, SqlRuntimeBackend(engine, RUNTIME_STATEMENTS))

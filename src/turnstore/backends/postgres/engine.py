@@ -1,10 +1,10 @@
-"""The PostgreSQL backend: a psycopg connection pool, row locks, and PostgreSQL's dialect."""
+"""The PostgreSQL engine: a psycopg connection pool, row locks, and PostgreSQL's dialect."""
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,10 +14,8 @@ import psycopg
 from psycopg import errors, sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from turnstore.backends.base import WriterStats
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
-from turnstore.backends.sql import Dialect, SqlBackend, Statements, Tx
-from turnstore.backends.sql_runtime import RuntimeStatements, SqlRuntimeBackend
+from turnstore.backends.sql.engine import Dialect, Tx, WriterStats
 from turnstore.errors import (
     ConfigError,
     ReadOnlyStore,
@@ -38,16 +36,14 @@ POSTGRES = Dialect(
     # A fork keeps its parent from being deleted until the child row exists.
     key_share=" FOR KEY SHARE",
     now="CAST(FLOOR(EXTRACT(EPOCH FROM now())) AS BIGINT)",
-    in_ids="{column} = ANY(%s)",
-    id_list=lambda ids: ids,
     now_ms="CAST(FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
+    in_ids="{column} = ANY(?)",
+    id_list=lambda ids: ids,
     # Commits share this lock and garbage collection takes it alone, so a blob a commit is
     # about to reference is never deleted between the commit's insert and its head update.
     blob_read_lock=f"SELECT pg_advisory_xact_lock_shared({_BLOB_LOCK_KEY})",
     blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
 )
-STATEMENTS = Statements(POSTGRES)
-RUNTIME_STATEMENTS = RuntimeStatements(STATEMENTS)
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _RETRIES = 5
@@ -126,22 +122,6 @@ def storage_error(error: BaseException, options: PostgresOptions) -> StorageErro
     return StorageError(f"PostgreSQL error: {options.redact(str(error))}", retryable=retryable)
 
 
-class _Tx:
-    """A transaction on one psycopg connection."""
-
-    def __init__(self, connection: psycopg.Connection[Any]) -> None:
-        self._connection = connection
-
-    def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self._connection.execute(query, params).fetchone()
-
-    def all(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._connection.execute(query, params).fetchall()
-
-    def run(self, query: str, params: Sequence[Any] = ()) -> None:
-        self._connection.execute(query, params)
-
-
 class PostgresEngine:
     """A connection pool: reads on the caller's thread, writes on a pool of writer threads.
 
@@ -150,8 +130,8 @@ class PostgresEngine:
     can share one schema.
     """
 
-    def __init__(self, options: PostgresOptions, *, read_only: bool = False) -> None:
-        self._options = options
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
+        self.options = options = PostgresOptions.from_url(url)
         self._read_only = read_only
         self._pool = self._open_pool()
         self._transactions = 0
@@ -166,7 +146,7 @@ class PostgresEngine:
         )
 
     def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
-        options = self._options
+        options = self.options
         settings = f"-c search_path={options.schema}"
         if self._read_only:
             settings += " -c default_transaction_read_only=on"
@@ -191,10 +171,10 @@ class PostgresEngine:
         return pool
 
     def _prepare_schema(self) -> None:
-        translated(self._options, self._migrate)
+        translated(self.options, self._migrate)
 
     def _migrate(self) -> None:
-        schema = self._options.schema
+        schema = self.options.schema
         with self._pool.connection() as connection, connection.transaction():
             # One migrator at a time per schema, across processes and hosts.
             connection.execute(
@@ -227,7 +207,7 @@ class PostgresEngine:
 
     def _version(self, connection: psycopg.Connection[Any]) -> int:
         exists = connection.execute(
-            "SELECT to_regclass(%s) IS NOT NULL", (f"{self._options.schema}.turnstore_schema",)
+            "SELECT to_regclass(%s) IS NOT NULL", (f"{self.options.schema}.turnstore_schema",)
         ).fetchone()
         if not exists or not exists[0]:
             return 0
@@ -241,11 +221,11 @@ class PostgresEngine:
             with self._pool.connection() as connection:
                 connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 try:
-                    return work(_Tx(connection))
+                    return work(Tx(connection, POSTGRES))
                 finally:
                     connection.execute("COMMIT")
 
-        return translated(self._options, transaction)
+        return translated(self.options, transaction)
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Run `work` in its own transaction on a writer thread."""
@@ -260,7 +240,7 @@ class PostgresEngine:
     def _write_now(self, work: Callable[[Tx], T]) -> T:
         def transaction() -> T:
             with self._pool.connection() as connection, connection.transaction():
-                return work(_Tx(connection))
+                return work(Tx(connection, POSTGRES))
 
         failure: TurnstoreError | None = None
         for _ in range(_RETRIES):
@@ -268,7 +248,7 @@ class PostgresEngine:
                 result = transaction()
             except (errors.DeadlockDetected, errors.SerializationFailure) as error:
                 # The transaction was rolled back whole; running it again is safe.
-                failure = storage_error(error, self._options)
+                failure = storage_error(error, self.options)
                 continue
             except TurnstoreError:
                 raise
@@ -276,7 +256,7 @@ class PostgresEngine:
                 failure = StoreClosed("the store is closed")
                 break
             except (psycopg.Error, PoolTimeout) as error:
-                failure = storage_error(error, self._options)
+                failure = storage_error(error, self.options)
                 break
             with self._counter:
                 self._transactions += 1
@@ -294,12 +274,3 @@ class PostgresEngine:
         if hasattr(self, "_writes"):
             self._writes.shutdown(wait=True)
         self._pool.close()
-
-
-class PostgresBackend(SqlBackend):
-    """The checkpoint contract on one PostgreSQL schema."""
-
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
-        self.options = PostgresOptions.from_url(url)
-        engine = PostgresEngine(self.options, read_only=read_only)
-        super().__init__(engine, STATEMENTS, SqlRuntimeBackend(engine, RUNTIME_STATEMENTS))

@@ -1,0 +1,1 @@
+"""The SQL of both contracts, written once: each module one idea, with its statements as data."""

@@ -1,0 +1,100 @@
+"""The attachment write-ahead manifest: intents before bytes land, commits, orphans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from turnstore.backends.sql import sessions
+from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.errors import InvalidInput
+from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
+
+
+class AttachmentOwner(NamedTuple):
+    """Which session recorded an attachment, and where its payload lives."""
+
+    session_id: str
+    canonical_uri: str
+
+
+class ManifestRow(NamedTuple):
+    """One row of the attachment manifest."""
+
+    attachment_id: str
+    session_id: str
+    canonical_uri: str
+    intent_at_ms: int
+    committed_at_ms: int | None
+
+
+class AttachmentSql(Statements):
+    """Statements of the attachment manifest."""
+
+    insert_intent = (
+        "INSERT INTO attachment_manifest (attachment_id, session_id, canonical_uri,"
+        " intent_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT (attachment_id) DO NOTHING"
+    )
+    owner = select(AttachmentOwner, "FROM attachment_manifest WHERE attachment_id = ?")
+    commit = (
+        "UPDATE attachment_manifest SET committed_at_ms = {now_ms}"
+        " WHERE attachment_id = ? AND session_id = ?"
+    )
+    uncommitted = select(
+        ManifestRow,
+        "FROM attachment_manifest WHERE session_id = ? AND committed_at_ms IS NULL"
+        " AND intent_at_ms < ? ORDER BY intent_at_ms, attachment_id",
+    )
+    forget = (
+        "DELETE FROM attachment_manifest WHERE attachment_id = ? AND session_id = ?"
+        " AND committed_at_ms IS NULL RETURNING attachment_id"
+    )
+
+
+def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
+    """Record that an attachment's bytes are about to land (idempotent for the same id)."""
+    sql = tx.sql(AttachmentSql)
+    sessions.ensure(tx, intent.session_id)
+    params = (
+        intent.attachment_id,
+        intent.session_id,
+        intent.canonical_uri,
+        intent.intent_at_epoch_ms,
+    )
+    tx.run(sql.insert_intent, params)
+    owner = tx.row(sql.owner, (intent.attachment_id,))
+    if owner != AttachmentOwner(intent.session_id, intent.canonical_uri):
+        raise InvalidInput(
+            f"attachment `{intent.attachment_id}` is already recorded for another payload"
+        )
+
+
+def commit(tx: Tx, session_id: str, attachment_ids: Iterable[str]) -> None:
+    """Stamp attachments committed; each must have a recorded intent in this session."""
+    sql = tx.sql(AttachmentSql)
+    for attachment_id in attachment_ids:
+        owner = tx.row(sql.owner, (attachment_id,))
+        if owner is None or owner.session_id != session_id:
+            raise InvalidInput(
+                f"attachment `{attachment_id}` has no recorded intent in session `{session_id}`"
+            )
+        tx.run(sql.commit, (attachment_id, session_id))
+
+
+def uncommitted(tx: Tx, session_id: str, older_than_ms: int) -> list[AttachmentManifestEntry]:
+    """Intents older than `older_than_ms` that no commit referenced."""
+    return [
+        AttachmentManifestEntry(
+            attachment_id=row.attachment_id,
+            session_id=row.session_id,
+            canonical_uri=row.canonical_uri,
+            intent_at_epoch_ms=row.intent_at_ms,
+            committed_at_epoch_ms=row.committed_at_ms,
+        )
+        for row in tx.rows(tx.sql(AttachmentSql).uncommitted, (session_id, older_than_ms))
+    ]
+
+
+def forget(tx: Tx, session_id: str, attachment_id: str) -> bool:
+    """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
+    return bool(tx.values(tx.sql(AttachmentSql).forget, (attachment_id, session_id)))

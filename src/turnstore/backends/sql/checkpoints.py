@@ -1,0 +1,245 @@
+"""Checkpoint writes and reads: save (with its context delta), load, fork, delete, state."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from turnstore.backends.sql import journals, sessions
+from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.backends.sql.sessions import Branch
+from turnstore.errors import (
+    CorruptRecord,
+    InvalidInput,
+    SequenceConflict,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+)
+from turnstore.records.base import decode_stored
+from turnstore.records.checkpoint import Checkpoint, JournalEvent, SessionSummary
+from turnstore.rules.context import ContextWrite, StoredContext, plan_context_write
+from turnstore.rules.saves import PreparedFork, PreparedSave
+from turnstore.rules.validation import validate_checkpoint
+
+
+class LockedSession(NamedTuple):
+    """What a save reads of its session row, under the row's lock."""
+
+    latest_sequence: int
+    latest_event_sequence: int
+    context_epoch: int
+    context_length: int
+    context_tail: bytes | None
+
+
+class StoredCheckpoint(NamedTuple):
+    """The checkpoint columns of a session row (its context is in chunks)."""
+
+    latest_sequence: int
+    checkpoint_state_json: str
+    context_length: int
+
+
+class CheckpointSql(Statements):
+    """Statements of checkpoints, their context chunks, and middleware state."""
+
+    lock_session = select(LockedSession, "FROM sessions WHERE session_id = ?{lock}")
+    share_parent = "SELECT latest_sequence FROM sessions WHERE session_id = ?{key_share}"
+    stored = select(StoredCheckpoint, "FROM sessions WHERE session_id = ?")
+    chunks = "SELECT items_json FROM context_chunks WHERE session_id = ? ORDER BY start"
+    delete_chunks = "DELETE FROM context_chunks WHERE session_id = ?"
+    insert_chunk = "INSERT INTO context_chunks (session_id, start, items_json) VALUES (?, ?, ?)"
+    insert_transcript = (
+        "INSERT INTO transcript_delta (session_id, sequence, items_json, context_start,"
+        " created_at) VALUES (?, ?, ?, ?, {now})"
+    )
+    # Before a rewrite drops the context chunks, batches that name a chunk get its items back.
+    materialize_transcript = (
+        "UPDATE transcript_delta SET items_json = (SELECT c.items_json FROM context_chunks"
+        " AS c WHERE c.session_id = transcript_delta.session_id"
+        " AND c.start = transcript_delta.context_start), context_start = NULL"
+        " WHERE session_id = ? AND context_start IS NOT NULL"
+    )
+    insert_execution = (
+        "INSERT INTO execution_journal (session_id, sequence, record_json, started_at_ms)"
+        " VALUES (?, ?, ?, ?)"
+    )
+    lock_ids = "SELECT session_id FROM sessions WHERE {ids:session_id} ORDER BY session_id{lock}"
+    tree = (
+        "WITH RECURSIVE tree(session_id) AS ("
+        " SELECT session_id FROM sessions WHERE {ids:session_id}"
+        " UNION SELECT child.session_id FROM sessions AS child"
+        " JOIN tree ON child.parent_session_id = tree.session_id"
+        ") SELECT session_id FROM tree"
+    )
+    delete_state_scopes = "DELETE FROM middleware_state WHERE {ids:scope}"
+    delete_ids = "DELETE FROM sessions WHERE {ids:session_id}"
+    # Attachment rows outlive their session: deleting it makes its payloads orphans that the
+    # next sweep reclaims, instead of files nobody knows about.
+    orphan_attachments = (
+        "UPDATE attachment_manifest SET committed_at_ms = NULL, intent_at_ms = 0"
+        " WHERE {ids:session_id}"
+    )
+    upsert_state = (
+        "INSERT INTO middleware_state (scope, key, value_json) VALUES (?, ?, ?)"
+        " ON CONFLICT (scope, key) DO UPDATE SET value_json = excluded.value_json"
+    )
+    state = "SELECT value_json FROM middleware_state WHERE scope = ? AND key = ?"
+
+
+# --- saves -------------------------------------------------------------------------------------
+
+
+def save(tx: Tx, save: PreparedSave) -> list[JournalEvent]:
+    """Advance a session's checkpoint, creating the session if it is new."""
+    sql = tx.sql(CheckpointSql)
+    locked = tx.row(sql.lock_session, (save.session_id,))
+    if locked is None:
+        plan = plan_context_write(None, save.context_epoch, save.context)
+        if sessions.insert(tx, save, plan):
+            return _append(tx, save, plan, 0)
+        # Another writer created the session after our lookup; continue as an update under
+        # its row lock.
+        locked = tx.row(sql.lock_session, (save.session_id,))
+        if locked is None:
+            raise StorageError(
+                "the session was created and deleted during this save", retryable=True
+            )
+    return _append(tx, save, _advance(tx, save, locked), locked.latest_event_sequence)
+
+
+def _advance(tx: Tx, save: PreparedSave, locked: LockedSession) -> ContextWrite:
+    """Move an existing session row to a save, rewriting its context chunks on a new epoch."""
+    if save.sequence <= locked.latest_sequence:
+        raise SequenceConflict(
+            "checkpoint sequence did not advance",
+            session_id=save.session_id,
+            stored=locked.latest_sequence,
+            attempted=save.sequence,
+        )
+    stored = StoredContext(locked.context_epoch, locked.context_length, locked.context_tail)
+    plan = plan_context_write(stored, save.context_epoch, save.context)
+    sessions.update(tx, save, plan)
+    if plan.reset:
+        sql = tx.sql(CheckpointSql)
+        tx.run(sql.materialize_transcript, (save.session_id,))
+        tx.run(sql.delete_chunks, (save.session_id,))
+    return plan
+
+
+def _append(
+    tx: Tx, save: PreparedSave, plan: ContextWrite, latest_event: int
+) -> list[JournalEvent]:
+    """Write what a save appends: context chunk, transcript batch, execution, events."""
+    _insert_items(tx, save, plan)
+    if save.execution is not None:
+        started_at_ms, record_json = save.execution
+        params = (save.session_id, save.sequence, record_json, started_at_ms)
+        tx.run(tx.sql(CheckpointSql).insert_execution, params)
+    return journals.store_events(tx, save.session_id, latest_event, save.events)
+
+
+def _insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
+    """Write the appended context chunk and the transcript batch of one save."""
+    sql = tx.sql(CheckpointSql)
+    items = None if plan.items_json is None else plan.items_json.decode()
+    if items is not None:
+        tx.run(sql.insert_chunk, (save.session_id, plan.start, items))
+    delta = save.transcript_json
+    if delta is None:
+        return
+    # The usual agent loop appends to its context exactly what it adds to its transcript:
+    # then the batch names the context chunk instead of holding a second copy.
+    stored = (None, plan.start) if items == delta else (delta, None)
+    tx.run(sql.insert_transcript, (save.session_id, save.sequence, *stored))
+
+
+# --- loads -------------------------------------------------------------------------------------
+
+
+def load(tx: Tx, session_id: str) -> Checkpoint | None:
+    """The latest checkpoint of a session, rebuilt from its row and context chunks."""
+    sql = tx.sql(CheckpointSql)
+    row = tx.row(sql.stored, (session_id,))
+    if row is None:
+        return None
+    checkpoint = decode_stored(row.checkpoint_state_json, Checkpoint, "checkpoint", session_id)
+    context: list[Any] = []
+    for chunk in tx.values(sql.chunks, (session_id,)):
+        context.extend(decode_stored(chunk, list[Any], "checkpoint context", session_id))
+    try:
+        validate_checkpoint(checkpoint)
+    except InvalidInput as error:
+        raise CorruptRecord(
+            f"stored checkpoint is invalid: {error}", session_id=session_id
+        ) from None
+    if checkpoint.session_id != session_id or checkpoint.sequence != row.latest_sequence:
+        raise CorruptRecord("checkpoint row does not match its index", session_id=session_id)
+    if len(context) != row.context_length:
+        raise CorruptRecord(
+            "checkpoint context does not match its stored length", session_id=session_id
+        )
+    checkpoint.context = context
+    return checkpoint
+
+
+# --- forks and deletes -------------------------------------------------------------------------
+
+
+def fork(tx: Tx, fork: PreparedFork) -> SessionSummary:
+    """Create a child session under a parent that is kept from deletion meanwhile."""
+    sql = tx.sql(CheckpointSql)
+    parent_sequence = tx.value(sql.share_parent, (fork.parent_session_id,))
+    if parent_sequence is None:
+        raise SessionNotFound("fork parent does not exist", session_id=fork.parent_session_id)
+    if fork.parent_sequence > parent_sequence:
+        raise InvalidInput("fork point is newer than the parent checkpoint")
+    child = fork.child
+    plan = plan_context_write(None, child.context_epoch, child.context)
+    if not sessions.insert(tx, child, plan, Branch(fork.parent_session_id, fork.parent_sequence)):
+        raise SessionExists("fork child session already exists", session_id=child.session_id)
+    _insert_items(tx, child, plan)
+    created = sessions.summary(tx, child.session_id)
+    assert created is not None
+    return created
+
+
+def delete(tx: Tx, session_ids: list[str]) -> bool:
+    """Delete whole session trees and their session-scoped state, or nothing."""
+    sql = tx.sql(CheckpointSql)
+    ids = sorted(set(session_ids))
+    id_list = tx.dialect.id_list
+    # Lock the selected rows before judging presence: a row deleted by a concurrent caller
+    # after an unlocked check would otherwise let this call delete the rest.
+    if len(tx.values(sql.lock_ids, (id_list(ids),))) != len(ids):
+        return False
+    tree = _tree(tx, ids)
+    while True:
+        # Lock the tree, then look again: a fork that committed before the locks were taken
+        # may have added a child; once every node is locked no fork can add one.
+        tx.values(sql.lock_ids, (id_list(tree),))
+        locked, tree = tree, _tree(tx, ids)
+        if tree == locked:
+            break
+    tx.run(sql.delete_state_scopes, (id_list(tree),))
+    tx.run(sql.orphan_attachments, (id_list(tree),))
+    tx.run(sql.delete_ids, (id_list(tree),))
+    return True
+
+
+def _tree(tx: Tx, ids: list[str]) -> list[str]:
+    return sorted(tx.values(tx.sql(CheckpointSql).tree, (tx.dialect.id_list(ids),)))
+
+
+# --- middleware state --------------------------------------------------------------------------
+
+
+def load_state(tx: Tx, scope: str, key: str) -> Any:
+    """One middleware state value, or None."""
+    value_json = tx.value(tx.sql(CheckpointSql).state, (scope, key))
+    return None if value_json is None else decode_stored(value_json, Any, "middleware state")
+
+
+def save_state(tx: Tx, scope: str, key: str, value_json: str) -> None:
+    """Replace one middleware state value."""
+    tx.run(tx.sql(CheckpointSql).upsert_state, (scope, key, value_json))

@@ -1,0 +1,264 @@
+"""The three journals of a session: events (sequenced, compacted), transcript, executions."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, TypeVar
+
+from turnstore.backends.sql.engine import Query, Statements, Tx, select
+from turnstore.errors import CorruptRecord, InvalidInput, SessionNotFound
+from turnstore.records.base import decode_stored, encode_json
+from turnstore.records.checkpoint import (
+    EventPage,
+    ExecutionPage,
+    ExecutionRecord,
+    JournalEvent,
+    StreamMetrics,
+    TranscriptBatch,
+    TranscriptPage,
+)
+from turnstore.records.protocol import Event
+from turnstore.rules.events import (
+    STREAM_DELTA_KINDS,
+    PreparedEvent,
+    next_event_sequence,
+    stream_metrics,
+)
+from turnstore.rules.pages import JournalQuery, split_page
+from turnstore.rules.validation import validate_execution_record
+
+
+class EventRow(NamedTuple):
+    """One stored journal event, still JSON-encoded."""
+
+    sequence: int
+    recorded_at_ms: int
+    event_json: str
+    stream_metrics_json: str
+
+
+class DeltaRow(NamedTuple):
+    """The timing of one streamed delta of a model step."""
+
+    sequence: int
+    stream_phase: str
+    recorded_at_ms: int
+    delta_bytes: int
+
+
+class TranscriptRow(NamedTuple):
+    """One transcript batch, its items as JSON (from its own column or its context chunk)."""
+
+    sequence: int
+    created_at: int
+    items_json: str
+
+
+class ExecutionRow(NamedTuple):
+    """One finished turn's record, as JSON."""
+
+    sequence: int
+    record_json: str
+
+
+_DELTA_KINDS = "(" + ", ".join(f"'{kind}'" for kind in STREAM_DELTA_KINDS) + ")"
+_TRANSCRIPT_FROM = (
+    "FROM transcript_delta LEFT JOIN context_chunks"
+    " ON context_chunks.session_id = transcript_delta.session_id"
+    " AND context_chunks.start = transcript_delta.context_start"
+)
+_TRANSCRIPT_COLUMNS = {
+    "sequence": "transcript_delta.sequence",
+    "created_at": "transcript_delta.created_at",
+    "items_json": "COALESCE(transcript_delta.items_json, context_chunks.items_json)",
+}
+
+
+R = TypeVar("R", bound=tuple[Any, ...])
+
+
+def _pages(
+    row: type[R], source: str, prefix: str = "", **expressions: str
+) -> tuple[Query[R], Query[R]]:
+    # Each page query comes in two shapes, first page and continuation, so that both are
+    # plain keyset range scans of an index (an `? IS NULL OR …` filter is not).
+    where = f"{source} WHERE {prefix}session_id = ?"
+    order = f" ORDER BY {prefix}sequence DESC LIMIT ?"
+    return (
+        select(row, where + order, **expressions),
+        select(row, f"{where} AND {prefix}sequence < ?{order}", **expressions),
+    )
+
+
+class JournalSql(Statements):
+    """Statements of the event, transcript and execution journals."""
+
+    latest_event = "SELECT latest_event_sequence FROM sessions WHERE session_id = ?"
+    lock_latest_event = "SELECT latest_event_sequence FROM sessions WHERE session_id = ?{lock}"
+    set_latest_event = "UPDATE sessions SET latest_event_sequence = ? WHERE session_id = ?"
+    # Naming the delta kinds lets the step index (session_id, model_step_id, event_kind) serve
+    # the read (only delta events carry a stream phase). The rows are put in sequence order
+    # here: with an ORDER BY, SQLite would rather walk the session's whole journal in
+    # primary-key order than sort one step's deltas.
+    step_deltas = select(
+        DeltaRow,
+        "FROM event_journal WHERE session_id = ? AND model_step_id = ?"
+        f" AND event_kind IN {_DELTA_KINDS}",
+    )
+    insert_event = (
+        "INSERT INTO event_journal (session_id, sequence, recorded_at_ms, event_kind,"
+        " model_step_id, stream_phase, delta_bytes, event_json, stream_metrics_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+    delete_step_deltas = (
+        "DELETE FROM event_journal WHERE session_id = ? AND model_step_id = ?"
+        f" AND event_kind IN {_DELTA_KINDS}"
+    )
+    delete_older_token_counts = (
+        "DELETE FROM event_journal"
+        " WHERE session_id = ? AND event_kind = 'token_count' AND sequence < ?"
+    )
+    event_first_page, event_next_page = _pages(EventRow, "FROM event_journal")
+    transcript_first_page, transcript_next_page = _pages(
+        TranscriptRow, _TRANSCRIPT_FROM, "transcript_delta.", **_TRANSCRIPT_COLUMNS
+    )
+    execution_first_page, execution_next_page = _pages(ExecutionRow, "FROM execution_journal")
+    recent_executions = (
+        "SELECT record_json FROM execution_journal"
+        " ORDER BY started_at_ms DESC, session_id DESC, sequence DESC LIMIT ?"
+    )
+
+
+def _page(tx: Tx, first: Query[R], then: Query[R], query: JournalQuery) -> list[R]:
+    if query.before is None:
+        return tx.rows(first, (query.session_id, query.fetch))
+    return tx.rows(then, (query.session_id, query.before, query.fetch))
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+def append_event(tx: Tx, session_id: str, event: PreparedEvent) -> JournalEvent:
+    """Journal one event at the session's next sequence."""
+    latest = tx.value(tx.sql(JournalSql).lock_latest_event, (session_id,))
+    if latest is None:
+        raise SessionNotFound("event journal session does not exist", session_id=session_id)
+    return store_events(tx, session_id, latest, [event])[0]
+
+
+def store_events(
+    tx: Tx, session_id: str, latest: int, events: list[PreparedEvent]
+) -> list[JournalEvent]:
+    """Journal events after sequence `latest`, compacting as each one says."""
+    stored = []
+    for event in events:
+        latest = next_event_sequence(latest)
+        stored.append(_store_event(tx, session_id, latest, event))
+    if events:
+        tx.run(tx.sql(JournalSql).set_latest_event, (latest, session_id))
+    return stored
+
+
+def _store_event(tx: Tx, session_id: str, sequence: int, event: PreparedEvent) -> JournalEvent:
+    sql = tx.sql(JournalSql)
+    index = event.index
+    metrics: list[StreamMetrics] = []
+    if index.kind == "model_step_completed" and index.model_step_id is not None:
+        deltas = sorted(tx.rows(sql.step_deltas, (session_id, index.model_step_id)))
+        metrics = stream_metrics((d.stream_phase, d.recorded_at_ms, d.delta_bytes) for d in deltas)
+    if not event.transient:
+        tx.run(
+            sql.insert_event,
+            (
+                session_id,
+                sequence,
+                event.recorded_at_ms,
+                index.kind,
+                index.model_step_id,
+                index.stream_phase,
+                index.delta_bytes,
+                event.event_json.decode(),
+                encode_json(metrics).decode(),
+            ),
+        )
+    if event.compacts_step_deltas:
+        tx.run(sql.delete_step_deltas, (session_id, index.model_step_id))
+    elif event.supersedes_token_count:
+        tx.run(sql.delete_older_token_counts, (session_id, sequence))
+    return event.journal_event(sequence, metrics)
+
+
+def _journal_event(session_id: str, row: EventRow) -> JournalEvent:
+    return JournalEvent(
+        sequence=row.sequence,
+        recorded_at_ms=row.recorded_at_ms,
+        event=decode_stored(row.event_json, Event, "event", session_id),
+        stream_metrics=decode_stored(
+            row.stream_metrics_json, list[StreamMetrics], "stream metrics", session_id
+        ),
+    )
+
+
+def event_page(tx: Tx, query: JournalQuery) -> EventPage:
+    """One newest-first page of a session's journal events, with its high-water mark."""
+    sql = tx.sql(JournalSql)
+    latest = tx.value(sql.latest_event, (query.session_id,))
+    if latest is None:
+        raise SessionNotFound("event journal session does not exist", session_id=query.session_id)
+    rows, last = split_page(
+        _page(tx, sql.event_first_page, sql.event_next_page, query), query.limit
+    )
+    return EventPage(
+        latest_sequence=latest,
+        events=[_journal_event(query.session_id, row) for row in rows],
+        next_before_sequence=None if last is None else last.sequence,
+    )
+
+
+# --- transcript and executions -----------------------------------------------------------------
+
+
+def transcript_page(tx: Tx, query: JournalQuery) -> TranscriptPage:
+    """One newest-first page of a session's transcript batches."""
+    sql = tx.sql(JournalSql)
+    found = _page(tx, sql.transcript_first_page, sql.transcript_next_page, query)
+    rows, last = split_page(found, query.limit)
+    batches = [
+        TranscriptBatch(
+            sequence=row.sequence,
+            created_at=row.created_at,
+            items=decode_stored(row.items_json, list[Any], "transcript", query.session_id),
+        )
+        for row in rows
+    ]
+    return TranscriptPage(
+        batches=batches, next_before_sequence=None if last is None else last.sequence
+    )
+
+
+def _execution(record_json: str) -> ExecutionRecord:
+    record = decode_stored(record_json, ExecutionRecord, "execution record")
+    try:
+        validate_execution_record(record)
+    except InvalidInput as error:
+        raise CorruptRecord(
+            f"stored execution record is invalid: {error}", session_id=record.session_id
+        ) from None
+    return record
+
+
+def execution_page(tx: Tx, query: JournalQuery) -> ExecutionPage:
+    """One newest-first page of a session's finished-turn records."""
+    sql = tx.sql(JournalSql)
+    found = _page(tx, sql.execution_first_page, sql.execution_next_page, query)
+    rows, last = split_page(found, query.limit)
+    return ExecutionPage(
+        executions=[_execution(row.record_json) for row in rows],
+        next_before_sequence=None if last is None else last.sequence,
+    )
+
+
+def recent_executions(tx: Tx, limit: int) -> list[ExecutionRecord]:
+    """The most recently started finished turns across all sessions."""
+    return [
+        _execution(record) for record in tx.values(tx.sql(JournalSql).recent_executions, (limit,))
+    ]

@@ -1,0 +1,159 @@
+"""The runtime commit: turn idempotency, head CAS, graph, blobs, ledger, queue, attachments."""
+
+from __future__ import annotations
+
+from turnstore.backends.sql import attachments, queue, sessions
+from turnstore.backends.sql.engine import Tx
+from turnstore.backends.sql.runtime_reads import head
+from turnstore.backends.sql.runtime_tables import HeadRow, HeadWrite, RuntimeSql
+from turnstore.errors import HeadRevisionConflict, InvalidInput, RuntimeTurnCommitConflict
+from turnstore.records.base import decode_stored, encode_json
+from turnstore.records.runtime import (
+    GraphAppend,
+    GraphReplaceFull,
+    RuntimeCommit,
+    RuntimeCommitResult,
+    delta_leaf,
+)
+from turnstore.rules.runtime import PreparedCommit
+
+
+def _rust_option(value: int | None) -> str:
+    return "None" if value is None else f"Some({value})"
+
+
+def commit(tx: Tx, prepared: PreparedCommit) -> RuntimeCommitResult:
+    """Apply one runtime commit whole: CAS, graph, blobs, ledger, queue, attachments, head."""
+    given = prepared.commit
+    session_id = given.session_id
+    if tx.dialect.blob_read_lock:
+        tx.value(tx.dialect.blob_read_lock)
+    sessions.ensure(tx, session_id)
+    earlier = _earlier_turn(tx, prepared)
+    if earlier is not None:
+        return earlier
+    current = head(tx, session_id)
+    revision = _checked_revision(given, current)
+    first_user_message, user_messages = _apply_graph(tx, prepared, current)
+    _store_blobs(tx, prepared)
+    _append_ledger(tx, prepared)
+    for completion in given.completed_queue_claims:
+        queue.complete(tx, session_id, completion.claim_id, completion.batch_ids)
+    attachments.commit(tx, session_id, given.committed_attachment_ids)
+    sql = tx.sql(RuntimeSql)
+    write = HeadWrite(
+        session_id=session_id,
+        schema_version=prepared.manifest.schema_version,
+        head_revision=revision,
+        config_json=given.config.to_json().decode(),
+        agent_frames_json=encode_json(given.agent_frames).decode(),
+        current_agent_frame_id=given.current_agent_frame_id,
+        checkpoint_ref=prepared.manifest_blob.ref,
+        leaf_node_id=delta_leaf(given.graph),
+        first_user_message=first_user_message,
+        user_message_count=user_messages,
+    )
+    tx.run(sql.upsert_head, write)
+    tx.run(sql.touch_session, (first_user_message, session_id))
+    result = RuntimeCommitResult(
+        head_revision=revision,
+        checkpoint_ref=prepared.manifest_blob.ref,
+        manifest=prepared.manifest,
+    )
+    stamp = given.turn_commit
+    if stamp is not None:
+        params = (session_id, stamp.turn_id, prepared.turn_commit_hash, result.to_json().decode())
+        tx.run(sql.insert_turn_commit, params)
+    return result
+
+
+def _earlier_turn(tx: Tx, prepared: PreparedCommit) -> RuntimeCommitResult | None:
+    """The result of an earlier commit of the same turn, if its content was the same."""
+    stamp = prepared.commit.turn_commit
+    if stamp is None:
+        return None
+    session_id = prepared.commit.session_id
+    earlier = tx.row(tx.sql(RuntimeSql).turn_commit, (session_id, stamp.turn_id))
+    if earlier is None:
+        return None
+    if earlier.commit_hash != prepared.turn_commit_hash:
+        raise RuntimeTurnCommitConflict(
+            f"runtime turn `{stamp.turn_id}` for session `{session_id}` was already "
+            "committed with a different commit hash",
+            session_id=session_id,
+            turn_id=stamp.turn_id,
+        )
+    return decode_stored(earlier.result_json, RuntimeCommitResult, "turn commit", session_id)
+
+
+def _checked_revision(commit: RuntimeCommit, current: HeadRow | None) -> int:
+    """The revision this commit creates, if it was built on the current head."""
+    stored = None if current is None else int(current.head_revision)
+    if commit.expected_head_revision != stored:
+        actual = stored or 0
+        raise HeadRevisionConflict(
+            "store head revision conflict: expected "
+            f"{_rust_option(commit.expected_head_revision)}, actual {actual}",
+            session_id=commit.session_id,
+            expected=commit.expected_head_revision,
+            actual=actual,
+        )
+    return (stored or 0) + 1
+
+
+def _apply_graph(
+    tx: Tx, prepared: PreparedCommit, current: HeadRow | None
+) -> tuple[str | None, int]:
+    """Apply the graph delta; return the session's first user message and message count."""
+    sql = tx.sql(RuntimeSql)
+    graph = prepared.commit.graph
+    session_id = prepared.commit.session_id
+    first, count = (
+        (None, 0)
+        if current is None
+        else (current.first_user_message, int(current.user_message_count))
+    )
+    if isinstance(graph, GraphReplaceFull):
+        tx.run(sql.delete_nodes, (session_id,))
+        first, count = None, 0
+    if isinstance(graph, GraphAppend | GraphReplaceFull):
+        position = int(tx.value(sql.last_node_position, (session_id,)) or 0)
+        for node in prepared.node_rows:
+            if tx.value(sql.node_exists, (session_id, node.node_id)) is not None:
+                raise InvalidInput(f"graph node `{node.node_id}` already exists")
+            position += 1
+            params = (session_id, node.node_id, node.parent_node_id, position, node.record_json)
+            tx.run(sql.insert_node, params)
+        if prepared.user_messages:
+            first = first if first is not None else prepared.user_messages[0]
+            count += len(prepared.user_messages)
+    leaf = delta_leaf(graph)
+    if leaf is not None and tx.value(sql.live_node, (session_id, leaf)) is None:
+        raise InvalidInput(f"graph leaf `{leaf}` is not a live node of the session")
+    return first, count
+
+
+def _store_blobs(tx: Tx, prepared: PreparedCommit) -> None:
+    """Store the commit's blobs; every other blob its manifest names must be stored already."""
+    sql = tx.sql(RuntimeSql)
+    provided = {blob.ref for blob in prepared.blobs}
+    for blob in (*prepared.blobs, prepared.manifest_blob):
+        tx.run(sql.insert_blob, (blob.ref, blob.data))
+    referenced = sorted(set(prepared.manifest.blob_refs()) - provided)
+    if referenced:
+        present = set(tx.values(sql.present_blobs, (tx.dialect.id_list(referenced),)))
+        missing = [ref for ref in referenced if ref not in present]
+        if missing:
+            raise InvalidInput(f"checkpoint references blob `{missing[0]}`, which is not stored")
+
+
+def _append_ledger(tx: Tx, prepared: PreparedCommit) -> None:
+    entries = prepared.commit.usage_deltas
+    if not entries:
+        return
+    sql = tx.sql(RuntimeSql)
+    session_id = prepared.commit.session_id
+    position = int(tx.value(sql.last_ledger_position, (session_id,)) or 0)
+    for entry in entries:
+        position += 1
+        tx.run(sql.insert_ledger, (session_id, position, entry.to_json().decode()))

@@ -1,0 +1,183 @@
+"""The `sessions` table: one row per session of either contract, and the catalog read from it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from turnstore.backends.sql.engine import Statements, Tx, columns, marks, select
+from turnstore.records.base import decode_stored
+from turnstore.records.checkpoint import (
+    Checkpoint,
+    ExecutionStats,
+    SessionCursor,
+    SessionPage,
+    SessionSummary,
+)
+from turnstore.records.protocol import SessionContext
+from turnstore.rules.context import ContextWrite, plan_context_write
+from turnstore.rules.pages import CatalogQuery, split_page
+from turnstore.rules.saves import PreparedSave, prepare_save
+
+
+class SessionRow(NamedTuple):
+    """The catalog columns of one session row, still JSON-encoded where they are records."""
+
+    session_id: str
+    parent_session_id: str | None
+    parent_sequence: int | None
+    latest_sequence: int
+    catalog_visible: bool
+    first_user_message: str | None
+    session_context_json: str
+    execution_stats_json: str
+    created_at: int
+    updated_at: int
+
+
+class SessionWrite(NamedTuple):
+    """The columns a save writes to its session row."""
+
+    latest_sequence: int
+    checkpoint_state_json: str
+    context_epoch: int
+    context_length: int
+    context_tail: bytes | None
+    session_context_json: str
+    owner_id: str | None
+    execution_stats_json: str
+    catalog_visible: bool
+    first_user_message: str | None
+
+
+class Branch(NamedTuple):
+    """Where a new session branches from: its parent and the parent's sequence (or neither)."""
+
+    parent_session_id: str | None = None
+    parent_sequence: int | None = None
+
+
+_ORDER = " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?"
+_AFTER = "(updated_at, latest_sequence, session_id) < (?, ?, ?)"
+_FROM = "FROM sessions"
+
+
+class SessionSql(Statements):
+    """Statements of the sessions table."""
+
+    exists = "SELECT 1 FROM sessions WHERE session_id = ?"
+    lock = "SELECT 1 FROM sessions WHERE session_id = ?{lock}"
+    insert = (
+        f"INSERT INTO sessions ({columns(SessionWrite)}, session_id, parent_session_id,"
+        f" parent_sequence, created_at, updated_at) VALUES ({marks(13)}, {{now}}, {{now}})"
+        " ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
+    )
+    # A session keeps the first user message it was ever saved with.
+    update = (
+        "UPDATE sessions SET "
+        + ", ".join(
+            "first_user_message = COALESCE(first_user_message, ?)"
+            if name == "first_user_message"
+            else f"{name} = ?"
+            for name in SessionWrite._fields
+        )
+        + ", updated_at = {now} WHERE session_id = ?"
+    )
+    row = select(SessionRow, "FROM sessions WHERE session_id = ?")
+    first_page = select(SessionRow, _FROM + _ORDER)
+    next_page = select(SessionRow, f"{_FROM} WHERE {_AFTER}{_ORDER}")
+    owner_first_page = select(SessionRow, f"{_FROM} WHERE owner_id = ?{_ORDER}")
+    owner_next_page = select(SessionRow, f"{_FROM} WHERE owner_id = ? AND {_AFTER}{_ORDER}")
+
+
+def session_write(save: PreparedSave, plan: ContextWrite) -> SessionWrite:
+    """The session-row columns of a save whose context is written as `plan` says."""
+    return SessionWrite(
+        latest_sequence=save.sequence,
+        checkpoint_state_json=save.state_json,
+        context_epoch=plan.stored.epoch,
+        context_length=plan.stored.length,
+        context_tail=plan.stored.tail_digest,
+        session_context_json=save.session_context_json,
+        owner_id=save.owner_id,
+        execution_stats_json=save.execution_stats_json,
+        catalog_visible=save.catalog_visible,
+        first_user_message=save.first_user_message,
+    )
+
+
+ROOT = Branch()
+"""A session that branches from nothing."""
+
+
+def insert(tx: Tx, save: PreparedSave, plan: ContextWrite, branch: Branch = ROOT) -> bool:
+    """Insert a session row; False, inserting nothing, if the id is taken."""
+    params = (*session_write(save, plan), save.session_id, *branch)
+    return tx.value(tx.sql(SessionSql).insert, params) is not None
+
+
+def update(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
+    """Advance a session row to a save."""
+    tx.run(tx.sql(SessionSql).update, (*session_write(save, plan), save.session_id))
+
+
+def lock(tx: Tx, session_id: str) -> bool:
+    """Lock a session row for this transaction; False if there is none."""
+    return tx.value(tx.sql(SessionSql).lock, (session_id,)) is not None
+
+
+def ensure(tx: Tx, session_id: str) -> bool:
+    """Create the session's row (an empty checkpoint) if missing, then lock it.
+
+    Returns whether the row existed before.
+    """
+    if lock(tx, session_id):
+        return True
+    empty = prepare_save(Checkpoint.empty(session_id), (), None, ())
+    insert(tx, empty, plan_context_write(None, 0, []))
+    lock(tx, session_id)
+    return False
+
+
+def summary_of(row: SessionRow) -> SessionSummary:
+    """Build a catalog summary from a session row without touching the checkpoint."""
+    session_id = row.session_id
+    return SessionSummary(
+        session_id=session_id,
+        session_context=decode_stored(
+            row.session_context_json, SessionContext, "session context", session_id
+        ),
+        parent_session_id=row.parent_session_id,
+        parent_sequence=row.parent_sequence,
+        sequence=row.latest_sequence,
+        catalog_visible=bool(row.catalog_visible),
+        first_user_message=row.first_user_message,
+        execution_stats=decode_stored(
+            row.execution_stats_json, ExecutionStats, "execution stats", session_id
+        ),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def summary(tx: Tx, session_id: str) -> SessionSummary | None:
+    """One session's catalog entry, or None."""
+    row = tx.row(tx.sql(SessionSql).row, (session_id,))
+    return None if row is None else summary_of(row)
+
+
+def catalog_page(tx: Tx, query: CatalogQuery) -> SessionPage:
+    """One newest-first page of the catalog, strictly after the query's cursor."""
+    sql = tx.sql(SessionSql)
+    owned = query.owner_id is not None
+    if query.after is None:
+        statement = sql.owner_first_page if owned else sql.first_page
+    else:
+        statement = sql.owner_next_page if owned else sql.next_page
+    params = (*([query.owner_id] if owned else []), *(query.after or ()), query.fetch)
+    rows, last = split_page(tx.rows(statement, params), query.limit)
+    cursor = None
+    if last is not None:
+        cursor = SessionCursor(
+            updated_at=last.updated_at, sequence=last.latest_sequence, session_id=last.session_id
+        )
+    return SessionPage(sessions=[summary_of(row) for row in rows], next_cursor=cursor)

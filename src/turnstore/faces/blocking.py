@@ -1,0 +1,300 @@
+"""The blocking faces: `BlockingStore` and `BlockingRuntimeStore`, for scripts.
+
+Generated from `turnstore.faces.aio` by `tools/async_to_sync.py`; do not edit by hand.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from turnstore.backends.sql.engine import Engine, WriterStats
+from turnstore.backends.urls import open_engine
+from turnstore.ops import checkpoint as checkpoint_ops
+from turnstore.ops import runtime as runtime_ops
+from turnstore.records.checkpoint import (
+    Checkpoint,
+    EventPage,
+    EventPageRequest,
+    ExecutionPage,
+    ExecutionPageRequest,
+    ExecutionRecord,
+    JournalEvent,
+    SessionPage,
+    SessionPageRequest,
+    SessionSummary,
+    TimestampedEvent,
+    TranscriptPage,
+    TranscriptPageRequest,
+)
+from turnstore.records.protocol import Event
+from turnstore.records.runtime import (
+    AttachmentIntent,
+    AttachmentManifestEntry,
+    DurabilityTier,
+    GcReport,
+    PersistedSessionRead,
+    QueuedWorkBatch,
+    QueuedWorkBatchDraft,
+    QueuedWorkClaim,
+    QueuedWorkClaimBoundary,
+    RuntimeCommit,
+    RuntimeCommitResult,
+    SessionMeta,
+    SessionNodeRecord,
+    SessionPickerInfo,
+    SessionReadScope,
+    VacuumReport,
+)
+from turnstore.rules.runtime import DURABILITY_TIER, check_binding
+from turnstore.rules.validation import validate_session_id
+from turnstore.steps import BlockingDriver
+
+
+def open_blocking(url: str | os.PathLike[str], *, read_only: bool = False) -> BlockingStore:
+    """Open the blocking store at `url`: `sqlite:///relative.db`, `postgresql://…` or a path.
+
+    `read_only` opens an existing database without creating, migrating or writing it.
+    """
+    return BlockingStore(open_engine(url, read_only=read_only))
+
+
+class BlockingStore:
+    """The blocking store: every operation of the checkpoint contract."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._driver = BlockingDriver(engine)
+
+    def writer_stats(self) -> WriterStats:
+        """Counters of the write path: committed transactions and writes."""
+        return self._driver.writer_stats()
+
+    def runtime(self, session_id: str) -> BlockingRuntimeStore:
+        """The blocking runtime face bound to one session (graph, turn commits, queue, blobs)."""
+        self._driver.check_open()
+        return BlockingRuntimeStore(self._driver, validate_session_id(session_id))
+
+    def load(self, session_id: str) -> Checkpoint | None:
+        """Load the latest checkpoint of a session, or None."""
+        return self._driver.run(checkpoint_ops.load(session_id))
+
+    def save(
+        self,
+        checkpoint: Checkpoint,
+        transcript_delta: Iterable[Any] = (),
+        execution: ExecutionRecord | None = None,
+    ) -> None:
+        """Atomically replace the checkpoint, append transcript items, record a finished turn."""
+        self._driver.run(
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, ())
+        )
+
+    def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        transcript_delta: Iterable[Any] = (),
+        execution: ExecutionRecord | None = None,
+        events: Iterable[TimestampedEvent] = (),
+    ) -> list[JournalEvent]:
+        """Save as `save` and journal events in the same commit; return them after commit."""
+        return self._driver.run(
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, events)
+        )
+
+    def append_event(self, session_id: str, recorded_at_ms: int, event: Event) -> JournalEvent:
+        """Assign the next session-local sequence to one event and journal it."""
+        return self._driver.run(checkpoint_ops.append_event(session_id, recorded_at_ms, event))
+
+    def event_page(self, session_id: str, request: EventPageRequest) -> EventPage:
+        """Load one newest-first page of a session's journal events."""
+        return self._driver.run(checkpoint_ops.event_page(session_id, request))
+
+    def event_turn_page(self, session_id: str, before_sequence: int | None = None) -> EventPage:
+        """Load the newest whole turn of events before `before_sequence`."""
+        return self._driver.run(checkpoint_ops.event_turn_page(session_id, before_sequence))
+
+    def session_summary(self, session_id: str) -> SessionSummary | None:
+        """Load one session's catalog entry without decoding its checkpoint."""
+        return self._driver.run(checkpoint_ops.session_summary(session_id))
+
+    def list_sessions_page(self, request: SessionPageRequest) -> SessionPage:
+        """List one newest-first page of the session catalog."""
+        return self._driver.run(checkpoint_ops.list_sessions_page(request))
+
+    def transcript_page(self, session_id: str, request: TranscriptPageRequest) -> TranscriptPage:
+        """Load one newest-first page of transcript batches."""
+        return self._driver.run(checkpoint_ops.transcript_page(session_id, request))
+
+    def execution_page(self, session_id: str, request: ExecutionPageRequest) -> ExecutionPage:
+        """Load one newest-first page of a session's finished turns."""
+        return self._driver.run(checkpoint_ops.execution_page(session_id, request))
+
+    def recent_executions(self, limit: int) -> list[ExecutionRecord]:
+        """Load the most recently started finished turns across all sessions."""
+        return self._driver.run(checkpoint_ops.recent_executions(limit))
+
+    def fork(
+        self, parent_session_id: str, parent_sequence: int, checkpoint: Checkpoint
+    ) -> SessionSummary:
+        """Create a child session at an exact durable parent sequence."""
+        return self._driver.run(checkpoint_ops.fork(parent_session_id, parent_sequence, checkpoint))
+
+    def delete_sessions(self, session_ids: Sequence[str]) -> bool:
+        """Delete session trees and their state atomically; False if any id is absent."""
+        return self._driver.run(checkpoint_ops.delete_sessions(session_ids))
+
+    def load_state(self, scope: str, key: str) -> Any:
+        """Load one middleware state value, or None."""
+        return self._driver.run(checkpoint_ops.load_state(scope, key))
+
+    def save_state(self, scope: str, key: str, value: Any) -> None:
+        """Durably replace one middleware state value."""
+        self._driver.run(checkpoint_ops.save_state(scope, key, value))
+
+    def close(self) -> None:
+        """Commit queued writes and release connections and threads."""
+        self._driver.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class BlockingRuntimeStore:
+    """The blocking runtime face of one session: graph, commits, queue, attachments, blobs."""
+
+    def __init__(self, driver: BlockingDriver, session_id: str) -> None:
+        self._driver = driver
+        self._session_id = session_id
+
+    @property
+    def session_id(self) -> str:
+        """The session this handle is bound to."""
+        return self._session_id
+
+    def durability_tier(self) -> DurabilityTier:
+        """`inline`: a commit is durable (fsynced, or committed on a server) when it returns."""
+        return DURABILITY_TIER
+
+    def load_session(self, scope: SessionReadScope | None = None) -> PersistedSessionRead | None:
+        """Load head, graph (FullGraph, or ActivePath to a leaf), checkpoint and token ledger."""
+        return self._driver.run(runtime_ops.load_session(self._session_id, scope))
+
+    def load_node(self, node_id: str) -> SessionNodeRecord | None:
+        """Load one live node of the session graph."""
+        return self._driver.run(runtime_ops.load_node(self._session_id, node_id))
+
+    def commit_runtime_state(self, commit: RuntimeCommit) -> RuntimeCommitResult:
+        """Commit graph, checkpoint, usage, queue completions and attachments atomically."""
+        return self._driver.run(runtime_ops.commit_runtime_state(self._session_id, commit))
+
+    def enqueue_queued_work(self, batch: QueuedWorkBatchDraft) -> QueuedWorkBatch:
+        """Append a batch of input to the session's durable queue."""
+        return self._driver.run(runtime_ops.enqueue_queued_work(self._session_id, batch))
+
+    def claim_ready_queued_work(
+        self,
+        session_id: str,
+        owner_id: str,
+        boundary: QueuedWorkClaimBoundary,
+        lease_ttl_ms: int,
+        max_batches: int,
+    ) -> QueuedWorkClaim | None:
+        """Lease the next ready group of batches for `owner_id`, or None."""
+        check_binding(self._session_id, session_id)
+        return self._driver.run(
+            runtime_ops.claim_ready_queued_work(
+                self._session_id, owner_id, boundary, lease_ttl_ms, max_batches
+            )
+        )
+
+    def claim_ready_queued_work_by_batch_ids(
+        self,
+        session_id: str,
+        owner_id: str,
+        boundary: QueuedWorkClaimBoundary,
+        lease_ttl_ms: int,
+        batch_ids: list[str],
+    ) -> QueuedWorkClaim | None:
+        """Claim exactly these batches if they are the next ready group, else None."""
+        check_binding(self._session_id, session_id)
+        return self._driver.run(
+            runtime_ops.claim_ready_queued_work_by_batch_ids(
+                self._session_id, owner_id, boundary, lease_ttl_ms, batch_ids
+            )
+        )
+
+    def renew_queued_work_claim(self, claim: QueuedWorkClaim, lease_ttl_ms: int) -> QueuedWorkClaim:
+        """Extend a live claim's lease; an expired one raises QueuedWorkClaimExpired."""
+        return self._driver.run(
+            runtime_ops.renew_queued_work_claim(self._session_id, claim, lease_ttl_ms)
+        )
+
+    def abandon_queued_work_claim(self, claim: QueuedWorkClaim) -> None:
+        """Release a claim without completing it; its batches are ready again."""
+        self._driver.run(runtime_ops.abandon_queued_work_claim(self._session_id, claim))
+
+    def cancel_queued_work_batch(self, session_id: str, batch_id: str) -> QueuedWorkBatch | None:
+        """Remove an unclaimed batch; None when missing or held by a live claim."""
+        check_binding(self._session_id, session_id)
+        return self._driver.run(runtime_ops.cancel_queued_work_batch(self._session_id, batch_id))
+
+    def list_queued_work(self, session_id: str) -> list[QueuedWorkBatch]:
+        """List the session's queued batches in order."""
+        check_binding(self._session_id, session_id)
+        return self._driver.run(runtime_ops.list_queued_work(self._session_id, False))
+
+    def list_pending_queued_work(self, session_id: str) -> list[QueuedWorkBatch]:
+        """List batches no live claim holds (expired claims count as pending)."""
+        check_binding(self._session_id, session_id)
+        return self._driver.run(runtime_ops.list_queued_work(self._session_id, True))
+
+    def record_intent(self, intent: AttachmentIntent) -> None:
+        """Record an attachment write before its bytes land."""
+        self._driver.run(runtime_ops.record_intent(self._session_id, intent))
+
+    def commit_refs(self, session_id: str, attachment_ids: list[str]) -> None:
+        """Stamp attachments committed outside a runtime commit."""
+        check_binding(self._session_id, session_id)
+        self._driver.run(runtime_ops.commit_refs(self._session_id, attachment_ids))
+
+    def list_uncommitted(self, older_than_epoch_ms: int) -> list[AttachmentManifestEntry]:
+        """List intents older than a time that no commit referenced."""
+        return self._driver.run(runtime_ops.list_uncommitted(self._session_id, older_than_epoch_ms))
+
+    def forget(self, attachment_id: str) -> bool:
+        """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
+        return self._driver.run(runtime_ops.forget(self._session_id, attachment_id))
+
+    def save_session_meta(self, meta: SessionMeta) -> None:
+        """Replace the session's metadata."""
+        self._driver.run(runtime_ops.save_session_meta(self._session_id, meta))
+
+    def load_session_meta(self) -> SessionMeta | None:
+        """Load the session's metadata."""
+        return self._driver.run(runtime_ops.load_session_meta(self._session_id))
+
+    def picker_info(self) -> SessionPickerInfo | None:
+        """What a resume picker shows of the session."""
+        return self._driver.run(runtime_ops.picker_info(self._session_id))
+
+    def tombstone_nodes(self, ids: list[str]) -> None:
+        """Mark graph nodes dead; loads skip them until vacuum removes them."""
+        self._driver.run(runtime_ops.tombstone_nodes(self._session_id, ids))
+
+    def vacuum(self) -> VacuumReport:
+        """Physically remove this session's tombstoned nodes."""
+        return self._driver.run(runtime_ops.vacuum(self._session_id))
+
+    def gc_unreachable(self) -> GcReport:
+        """Delete every blob that no session head reaches."""
+        return self._driver.run(runtime_ops.gc_unreachable())

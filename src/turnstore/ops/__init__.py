@@ -1,0 +1,1 @@
+"""The operations of both contracts, side by side, each written once as steps."""

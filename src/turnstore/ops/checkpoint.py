@@ -1,0 +1,132 @@
+"""The operations of the checkpoint contract: validate, then run transaction scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from turnstore.backends.sql import checkpoints, journals, sessions
+from turnstore.records.checkpoint import (
+    Checkpoint,
+    EventPage,
+    EventPageRequest,
+    ExecutionPage,
+    ExecutionPageRequest,
+    ExecutionRecord,
+    JournalEvent,
+    SessionPage,
+    SessionSummary,
+    TimestampedEvent,
+    TranscriptPage,
+    TranscriptPageRequest,
+)
+from turnstore.records.protocol import Event
+from turnstore.rules.events import event_turn_page_steps, prepare_event
+from turnstore.rules.pages import catalog_query, journal_query, recent_limit
+from turnstore.rules.saves import prepare_fork, prepare_save
+from turnstore.rules.validation import validate_session_id, validate_session_ids
+from turnstore.rules.values import encoded_text, require
+from turnstore.steps import Steps, read, write
+
+
+def load(session_id: str) -> Steps[Checkpoint | None]:
+    """Load the latest checkpoint of a session."""
+    session_id = validate_session_id(session_id)
+    return (yield from read(lambda tx: checkpoints.load(tx, session_id)))
+
+
+def save_with_events(
+    checkpoint: Checkpoint,
+    transcript_delta: Iterable[Any],
+    execution: ExecutionRecord | None,
+    events: Iterable[TimestampedEvent],
+) -> Steps[list[JournalEvent]]:
+    """Commit checkpoint, transcript delta, execution record and events as one unit."""
+    prepared = prepare_save(checkpoint, transcript_delta, execution, events)
+    return (yield from write(lambda tx: checkpoints.save(tx, prepared)))
+
+
+def append_event(session_id: str, recorded_at_ms: int, event: Event) -> Steps[JournalEvent]:
+    """Assign the next session-local sequence to one event and journal it."""
+    session_id = validate_session_id(session_id)
+    stamped = TimestampedEvent(recorded_at_ms=recorded_at_ms, event=require(event, Event, "event"))
+    prepared = prepare_event(stamped)
+    return (yield from write(lambda tx: journals.append_event(tx, session_id, prepared)))
+
+
+def event_page(session_id: str, request: EventPageRequest) -> Steps[EventPage]:
+    """Load one newest-first page of a session's journal events."""
+    query = journal_query(session_id, request, EventPageRequest)
+    return (yield from read(lambda tx: journals.event_page(tx, query)))
+
+
+def event_turn_page(session_id: str, before_sequence: int | None) -> Steps[EventPage]:
+    """Load the newest whole turn of events before a cursor, walking pages of 100."""
+    walk = event_turn_page_steps(before_sequence)
+    request = next(walk)
+    while True:
+        page = yield from event_page(session_id, request)
+        try:
+            request = walk.send(page)
+        except StopIteration as done:
+            result: EventPage = done.value
+            return result
+
+
+def session_summary(session_id: str) -> Steps[SessionSummary | None]:
+    """Load one session's catalog entry without reading its checkpoint."""
+    session_id = validate_session_id(session_id)
+    return (yield from read(lambda tx: sessions.summary(tx, session_id)))
+
+
+def list_sessions_page(request: object) -> Steps[SessionPage]:
+    """List one newest-first page of the catalog, optionally for one owner."""
+    query = catalog_query(request)
+    return (yield from read(lambda tx: sessions.catalog_page(tx, query)))
+
+
+def transcript_page(session_id: str, request: TranscriptPageRequest) -> Steps[TranscriptPage]:
+    """Load one newest-first page of transcript batches."""
+    query = journal_query(session_id, request, TranscriptPageRequest)
+    return (yield from read(lambda tx: journals.transcript_page(tx, query)))
+
+
+def execution_page(session_id: str, request: ExecutionPageRequest) -> Steps[ExecutionPage]:
+    """Load one newest-first page of finished-turn records."""
+    query = journal_query(session_id, request, ExecutionPageRequest)
+    return (yield from read(lambda tx: journals.execution_page(tx, query)))
+
+
+def recent_executions(limit: int) -> Steps[list[ExecutionRecord]]:
+    """Load the most recently started finished turns across all sessions."""
+    checked = recent_limit(limit)
+    return (yield from read(lambda tx: journals.recent_executions(tx, checked)))
+
+
+def fork(
+    parent_session_id: str, parent_sequence: int, checkpoint: Checkpoint
+) -> Steps[SessionSummary]:
+    """Create a child session branched from the parent at an exact durable sequence."""
+    prepared = prepare_fork(parent_session_id, parent_sequence, checkpoint)
+    return (yield from write(lambda tx: checkpoints.fork(tx, prepared)))
+
+
+def delete_sessions(session_ids: Sequence[str]) -> Steps[bool]:
+    """Delete sessions, their descendants and session-scoped state, all or nothing."""
+    ids = validate_session_ids(session_ids)
+    return (yield from write(lambda tx: checkpoints.delete(tx, ids)))
+
+
+def load_state(scope: str, key: str) -> Steps[Any]:
+    """Load one middleware state value, or None."""
+    require(scope, str, "scope")
+    require(key, str, "key")
+    return (yield from read(lambda tx: checkpoints.load_state(tx, scope, key)))
+
+
+def save_state(scope: str, key: str, value: Any) -> Steps[None]:
+    """Durably replace one middleware state value."""
+    require(scope, str, "scope")
+    require(key, str, "key")
+    value_json = encoded_text(value, "middleware state")
+    yield from write(lambda tx: checkpoints.save_state(tx, scope, key, value_json))

@@ -1,0 +1,104 @@
+"""The checks every rule shares: blank text, lengths, integers, types, JSON encoding."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import msgspec
+
+from turnstore.errors import InvalidInput, RecordDecodeError
+from turnstore.records.base import I64_MAX, decode_json, encode_json
+
+R = TypeVar("R", bound=msgspec.Struct)
+T = TypeVar("T")
+
+# Unicode White_Space, which Rust's `str::trim` strips; Python's `str.strip()` also strips the
+# information separators U+001C..U+001F, which the contracts do not count as blank.
+WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def is_blank(value: str) -> bool:
+    """Whether `value` is empty or only Unicode White_Space (the contracts' "blank")."""
+    return not value.strip(WHITE_SPACE)
+
+
+def too_long(value: str, limit: int) -> bool:
+    """Whether `value` exceeds `limit` UTF-8 bytes, or is not UTF-8 text at all."""
+    # A Python string may hold lone surrogates, which no UTF-8 text (and no Rust string) can.
+    try:
+        return len(value.encode()) > limit
+    except UnicodeEncodeError:
+        return True
+
+
+def nonblank(value: object, message: str) -> str:
+    """Return `value` if it is a non-blank string, else raise `InvalidInput(message)`."""
+    if not isinstance(value, str) or is_blank(value):
+        raise InvalidInput(message)
+    return value
+
+
+def nonblank_list(values: object, what: str) -> list[str]:
+    """Return `values` as a list if it is a sequence (not a string) of non-blank strings."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise InvalidInput(f"{what} must be a list of non-empty strings")
+    checked = list(values)
+    if not all(isinstance(value, str) and not is_blank(value) for value in checked):
+        raise InvalidInput(f"{what} must be a list of non-empty strings")
+    return checked
+
+
+def integer(value: object, message: str, *, low: int = 0, high: int | None = I64_MAX) -> int:
+    """Return `value` if it is an int (not a bool) in `low..high`, else raise `InvalidInput`."""
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        raise InvalidInput(message)
+    return value
+
+
+def storage_integer(value: object, message: str) -> int:
+    """Return `value` if it is a non-negative integer that fits a signed 64-bit column."""
+    return integer(value, message)
+
+
+def require(value: object, type_: type[T], name: str) -> T:
+    """Return `value` if it is an instance of `type_`, else raise `InvalidInput`."""
+    if not isinstance(value, type_):
+        raise InvalidInput(f"{name} must be a {type_.__name__}")
+    return value
+
+
+def encode(value: object, what: str) -> bytes:
+    """Encode `value` as JSON, raising `RecordDecodeError` naming `what` when it cannot be."""
+    try:
+        return encode_json(value)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise RecordDecodeError(f"{what} is not encodable: {error}") from None
+
+
+def revalidated(record: R) -> tuple[R, bytes]:
+    """Return a type-checked copy of `record` and its JSON.
+
+    Record constructors do not check types or ranges, so a record from a caller is encoded
+    and decoded again: the decode enforces every annotated type and integer range.
+    """
+    data = encode(record, type(record).__name__)
+    return decode_json(data, type(record)), data
+
+
+def checked(value: object, type_: type[R], name: str) -> tuple[R, bytes]:
+    """Return a caller's record after `require` and `revalidated`, with its JSON."""
+    return revalidated(require(value, type_, name))
+
+
+def encoded_text(value: Any, what: str) -> str:
+    """Encode `value` as JSON text for a column."""
+    return encode(value, what).decode()

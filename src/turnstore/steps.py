@@ -1,0 +1,139 @@
+"""The step protocol: each operation is written once as a generator of engine steps.
+
+An operation validates and encodes its input before any I/O, then yields the transaction
+scripts it needs (`Read` runs one in a read snapshot, `Write` submits one whose future
+resolves after COMMIT), receives their results and returns the public value. A driver runs
+the generator: `BlockingDriver` waits in the caller's thread, `AsyncDriver` awaits on the
+event loop. The two faces of the store differ only in which driver they hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from turnstore.backends.sql.engine import Engine, Tx, WriterStats
+from turnstore.errors import StoreClosed
+
+T = TypeVar("T")
+
+READ_THREADS = 8
+"""Threads the async driver runs blocking reads in."""
+
+
+@dataclass(frozen=True, slots=True)
+class Read(Generic[T]):
+    """Run a transaction script in a read snapshot."""
+
+    work: Callable[[Tx], T]
+
+
+@dataclass(frozen=True, slots=True)
+class Write(Generic[T]):
+    """Run a transaction script in a write transaction; its result comes after COMMIT."""
+
+    work: Callable[[Tx], T]
+
+
+Step = Read[Any] | Write[Any]
+"""One engine call an operation asks its driver for."""
+Steps = Generator[Step, Any, T]
+"""An operation: yields steps, receives their results, returns the public value."""
+
+
+def read(work: Callable[[Tx], T]) -> Steps[T]:
+    """A read step, typed: use as `value = yield from read(script)`."""
+    value: T = yield Read(work)
+    return value
+
+
+def write(work: Callable[[Tx], T]) -> Steps[T]:
+    """A write step, typed: use as `value = yield from write(script)`."""
+    value: T = yield Write(work)
+    return value
+
+
+class _Driver:
+    """What both drivers share: the engine, and whether the store was closed."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.closed = False
+
+    def check_open(self) -> None:
+        """Raise `StoreClosed` once the store is closed."""
+        if self.closed:
+            raise StoreClosed("the store is closed")
+
+    def writer_stats(self) -> WriterStats:
+        """Counters of the write path: committed transactions and writes."""
+        return self.engine.writer_stats()
+
+
+class BlockingDriver(_Driver):
+    """Runs operations in the caller's thread, waiting for each step."""
+
+    def run(self, steps: Steps[T]) -> T:
+        """Drive `steps` to its result."""
+        self.check_open()
+        value: Any = None
+        try:
+            while True:
+                step = steps.send(value)
+                if isinstance(step, Read):
+                    value = self.engine.read(step.work)
+                else:
+                    value = self.engine.write(step.work).result()
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    def close(self) -> None:
+        """Commit queued writes and release the engine's connections."""
+        if not self.closed:
+            self.closed = True
+            self.engine.close()
+
+
+class AsyncDriver(_Driver):
+    """Runs operations on the event loop: reads in a thread pool, writes awaited as futures."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="turnstore-read")
+
+    async def run(self, steps: Steps[T]) -> T:
+        """Drive `steps` to its result without blocking the event loop."""
+        self.check_open()
+        loop = asyncio.get_running_loop()
+        value: Any = None
+        try:
+            while True:
+                step = steps.send(value)
+                if isinstance(step, Read):
+                    value = await self._read(loop, step.work)
+                else:
+                    # Cancelling the caller cancels a write still queued; one already running
+                    # commits or fails whole.
+                    value = await asyncio.wrap_future(self.engine.write(step.work))
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    async def _read(self, loop: asyncio.AbstractEventLoop, work: Callable[[Tx], T]) -> T:
+        try:
+            future = loop.run_in_executor(self._readers, self.engine.read, work)
+        except RuntimeError:
+            # The read pool shuts down in close(); a call that raced it sees a closed store.
+            raise StoreClosed("the store is closed") from None
+        return await future
+
+    async def close(self) -> None:
+        """Commit queued writes, then release connections and threads."""
+        if not self.closed:
+            self.closed = True
+            await asyncio.to_thread(self.engine.close)
+            self._readers.shutdown(wait=True)
