@@ -22,7 +22,11 @@ import turnstore
 from bench.measure import ByteMeter, NoBytes
 from bench.turn_events import TurnEvents
 from bench.workload import Turn, compact
-from turnstore import Checkpoint, SessionContext, SessionPageRequest
+from turnstore import (
+    Checkpoint,
+    SessionContext,
+    SessionPageRequest,
+)
 
 CATALOG_PAGE = 20
 """Sessions per catalog page."""

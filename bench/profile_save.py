@@ -12,7 +12,9 @@ import tempfile
 from pathlib import Path
 
 import turnstore
-from turnstore import Checkpoint
+from turnstore import (
+    Checkpoint,
+)
 
 
 def _text(rng: random.Random, size: int) -> str:

@@ -5,16 +5,18 @@ from __future__ import annotations
 from bench.workload import Turn
 from turnstore import (
     ActiveExecution,
-    AgentMessageContentDeltaEvent,
     Checkpoint,
     Event,
-    EventMsg,
     ExecutionRecord,
+    TimestampedEvent,
+)
+from turnstore.events import (
+    AgentMessageContentDeltaEvent,
+    EventMsg,
     ModelStepCompleted,
     ModelStepCompletedEvent,
     ModelStepContent,
     ModelStepStartedEvent,
-    TimestampedEvent,
     TokenUsage,
     ToolCall,
     ToolCallBeginEvent,

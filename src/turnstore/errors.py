@@ -49,7 +49,6 @@ def _attribute_names(cls: type) -> list[str]:
 class TurnstoreError(Exception):
     """Base class of every error turnstore raises; `str(error)` is the contract's message."""
 
-    __module__ = "turnstore"
     message: str
 
     def __init__(self, message: str, **attributes: Any) -> None:
@@ -66,46 +65,34 @@ class TurnstoreError(Exception):
 
 
 class CheckpointError(TurnstoreError):
-    """A rule of the contract refused the call (the seed's `Error::Checkpoint`)."""
-
-    __module__ = "turnstore"
+    """A rule of the contract refused the call."""
 
 
 class InvalidInput(CheckpointError, ValueError):
     """The caller's input breaks a rule of the contract; nothing was written."""
 
-    __module__ = "turnstore"
-
 
 class InvalidMessage(InvalidInput):
-    """A message or queued message breaks a limit or is empty (the seed's `Error::Config`)."""
-
-    __module__ = "turnstore"
+    """A message or queued message breaks a limit or is empty."""
 
 
 class RecordDecodeError(InvalidInput):
     """A value from the caller does not decode into (or encode from) the expected record."""
 
-    __module__ = "turnstore"
-
 
 class NotFound(CheckpointError, LookupError):
     """The call needs a row that does not exist."""
-
-    __module__ = "turnstore"
 
 
 class SessionNotFound(NotFound):
     """The session the call names (`session_id`) does not exist."""
 
-    __module__ = "turnstore"
     session_id: str | None
 
 
 class SequenceConflict(CheckpointError):
     """The sequence did not advance: `attempted` is not above the `stored` one."""
 
-    __module__ = "turnstore"
     session_id: str | None
     stored: int | None
     attempted: int | None
@@ -114,27 +101,22 @@ class SequenceConflict(CheckpointError):
 class SessionExists(CheckpointError):
     """A session with this id (`session_id`) already exists."""
 
-    __module__ = "turnstore"
     session_id: str | None
 
 
 class ContextRewriteRequired(InvalidInput):
     """The context changed other than by appending, without a `context_epoch` bump."""
 
-    __module__ = "turnstore"
-
 
 class CorruptRecord(CheckpointError):
     """A stored row does not decode or does not match its index (`session_id` when known)."""
 
-    __module__ = "turnstore"
     session_id: str | None
 
 
 class UnsupportedRecordSchemaVersion(CorruptRecord):
     """A stored record has a `schema_version` (`actual`) this build does not read."""
 
-    __module__ = "turnstore"
     record_kind: str | None
     actual: int | None
     expected: int | None
@@ -143,7 +125,6 @@ class UnsupportedRecordSchemaVersion(CorruptRecord):
 class SessionBindingMismatch(InvalidInput):
     """A runtime handle bound to one session was used for another."""
 
-    __module__ = "turnstore"
     bound_session_id: str | None
     attempted_session_id: str | None
 
@@ -151,7 +132,6 @@ class SessionBindingMismatch(InvalidInput):
 class HeadRevisionConflict(CheckpointError):
     """The session head moved: `expected` (None for a new session) is not `actual`."""
 
-    __module__ = "turnstore"
     session_id: str | None
     expected: int | None
     actual: int | None
@@ -160,7 +140,6 @@ class HeadRevisionConflict(CheckpointError):
 class RuntimeTurnCommitConflict(CheckpointError):
     """A turn (`turn_id`) was already committed with different content."""
 
-    __module__ = "turnstore"
     session_id: str | None
     turn_id: str | None
 
@@ -168,7 +147,6 @@ class RuntimeTurnCommitConflict(CheckpointError):
 class QueuedWorkClaimExpired(CheckpointError):
     """A queued-work claim (`claim_id`) is missing or its lease ran out."""
 
-    __module__ = "turnstore"
     session_id: str | None
     claim_id: str | None
 
@@ -176,29 +154,20 @@ class QueuedWorkClaimExpired(CheckpointError):
 class ConfigError(TurnstoreError, ValueError):
     """The store URL or an option of it is wrong; nothing was opened."""
 
-    __module__ = "turnstore"
-
 
 class SchemaError(TurnstoreError):
     """The database schema is not one this build can use."""
-
-    __module__ = "turnstore"
 
 
 class StorageError(TurnstoreError):
     """The database failed underneath the store; `retryable` says whether a retry may succeed."""
 
-    __module__ = "turnstore"
     retryable: bool = False
 
 
 class ReadOnlyStore(TurnstoreError):
     """A write was attempted on a store opened read-only."""
 
-    __module__ = "turnstore"
-
 
 class StoreClosed(TurnstoreError):
     """The store was closed before or during the call."""
-
-    __module__ = "turnstore"

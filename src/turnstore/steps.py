@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from turnstore.backends.sql.engine import Engine, Tx, WriterStats
+from turnstore.backends.sql.engine import Engine, Tx
 from turnstore.errors import StoreClosed
+from turnstore.records.base import WriterStats
 
 T = TypeVar("T")
 

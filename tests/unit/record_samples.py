@@ -8,21 +8,19 @@ from hypothesis import strategies as st
 
 from turnstore import (
     ActiveExecution,
-    ActiveModelStep,
+    Checkpoint,
+    Event,
+    ExecutionRecord,
+    SessionContext,
+)
+from turnstore.events import (
     AgentMessageContentDeltaEvent,
     AgentMessageEvent,
     AgentReasoningContentDeltaEvent,
     ApprovalCall,
-    Checkpoint,
     ContextCompactedEvent,
-    ContextRewrite,
     ErrorEvent,
-    Event,
     ExecApprovalRequestEvent,
-    ExecutionCompletionPhase,
-    ExecutionModelPhase,
-    ExecutionRecord,
-    ExecutionStats,
     FrontendEventMsg,
     FrontendNotice,
     FrontendPicker,
@@ -30,7 +28,6 @@ from turnstore import (
     FrontendRemoveWidget,
     FrontendWidget,
     FrontendWidgetEvent,
-    JournalEvent,
     MessageAuthor,
     MessageEvent,
     MessageReply,
@@ -42,23 +39,17 @@ from turnstore import (
     ModelStepFailed,
     ModelStepInterrupted,
     ModelStepStartedEvent,
-    PendingApproval,
     PickerOption,
-    QueueBoundary,
-    QueuedMessage,
     SessionConfiguredEvent,
-    SessionContext,
     SessionFileReference,
     SessionHistoryEvent,
     SessionResumeRequestedEvent,
-    SteerBoundary,
     TokenCountEvent,
     TokenUsage,
     ToolCall,
     ToolCallBeginEvent,
     ToolCallEndEvent,
     TurnAbortedEvent,
-    TurnBoundary,
     TurnCompleteEvent,
     TurnStartedEvent,
     UrlCitation,
@@ -66,6 +57,19 @@ from turnstore import (
     WarningEvent,
     WebSearchBeginEvent,
     WebSearchEndEvent,
+)
+from turnstore.records import (
+    ActiveModelStep,
+    ContextRewrite,
+    ExecutionCompletionPhase,
+    ExecutionModelPhase,
+    ExecutionStats,
+    JournalEvent,
+    PendingApproval,
+    QueueBoundary,
+    QueuedMessage,
+    SteerBoundary,
+    TurnBoundary,
 )
 from turnstore.rules.messages import new_queued_message
 
@@ -578,7 +582,7 @@ def runtime_records() -> dict[str, Any]:
         "AttachmentManifestEntry": r.AttachmentManifestEntry(
             attachment_id="a", session_id="s", canonical_uri="/x", intent_at_epoch_ms=1
         ),
-        "QueuedWorkBatchDraft": r.QueuedWorkBatchDraft(session_id="s", items=[1]),
+        "QueuedWorkBatchDraft": r.QueuedWorkBatchDraft( items=[1]),
         "QueuedWorkBatch": batch,
         "QueuedWorkClaim": r.QueuedWorkClaim(
             session_id="s",

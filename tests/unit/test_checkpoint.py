@@ -21,28 +21,34 @@ from record_samples import (
 )
 
 from turnstore import (
-    CHECKPOINT_VERSION,
-    MAX_MESSAGE_BYTES,
-    ActiveModelStep,
-    ApprovalCall,
     Checkpoint,
-    CheckpointError,
-    ExecApprovalRequestEvent,
     ExecutionRecord,
-    ExecutionStats,
     InvalidInput,
+    SessionContext,
+)
+from turnstore.errors import (
+    CheckpointError,
     InvalidMessage,
+)
+from turnstore.events import (
+    ApprovalCall,
+    ExecApprovalRequestEvent,
+    MAX_MESSAGE_BYTES,
     MessageAuthor,
     MessageEvent,
     MessageTarget,
+    SessionFileReference,
+    TokenUsage,
+    ToolCall,
+)
+from turnstore.records import (
+    ActiveModelStep,
+    CHECKPOINT_VERSION,
+    ExecutionStats,
     PendingApproval,
     QueueBoundary,
     QueuedMessage,
-    SessionContext,
-    SessionFileReference,
     SteerBoundary,
-    TokenUsage,
-    ToolCall,
     TurnBoundary,
     boundary_delivery,
     boundary_starts_turn,

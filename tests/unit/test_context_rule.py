@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from record_samples import json_values
 
-from turnstore import ContextRewriteRequired, InvalidInput, RecordDecodeError
+from turnstore import (
+    ContextRewriteRequired,
+    InvalidInput,
+)
+from turnstore.errors import (
+    RecordDecodeError,
+)
 from turnstore.records import encode_json
 from turnstore.rules.context import ContextWrite, StoredContext, digest, plan_context_write
 

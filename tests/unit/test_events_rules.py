@@ -12,31 +12,37 @@ from hypothesis import strategies as st
 from record_samples import I64_MAX, event_msgs, frontend_events, journal
 
 from turnstore import (
-    TURN_PAGE_BATCH_SIZE,
+    Event,
+    EventPageRequest,
+    InvalidInput,
+    TimestampedEvent,
+)
+from turnstore.errors import (
+    RecordDecodeError,
+)
+from turnstore.events import (
     AgentMessageContentDeltaEvent,
     AgentReasoningContentDeltaEvent,
-    Event,
-    EventPage,
-    EventPageRequest,
     FrontendEventMsg,
-    InvalidInput,
-    JournalEvent,
     MessageTarget,
     ModelStepCompleted,
     ModelStepCompletedEvent,
     ModelStepFailed,
     ModelStepInterrupted,
-    RecordDecodeError,
-    StreamMetrics,
-    TimestampedEvent,
     TokenCountEvent,
     TokenUsage,
-    TranscriptBatch,
-    TranscriptPage,
     TurnAbortedEvent,
     TurnCompleteEvent,
     TurnStartedEvent,
     WarningEvent,
+)
+from turnstore.records import (
+    EventPage,
+    JournalEvent,
+    StreamMetrics,
+    TURN_PAGE_BATCH_SIZE,
+    TranscriptBatch,
+    TranscriptPage,
 )
 from turnstore.rules.events import (
     EventIndex,

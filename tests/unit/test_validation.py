@@ -16,23 +16,29 @@ from record_samples import (
 )
 
 from turnstore import (
-    MAX_QUEUED_MESSAGES,
-    ActiveModelStep,
     Checkpoint,
-    CheckpointError,
     ConfigError,
     EventPageRequest,
     InvalidInput,
+    TurnstoreError,
+)
+from turnstore.errors import (
+    CheckpointError,
     InvalidMessage,
-    MessageAuthor,
-    QueueBoundary,
-    QueuedMessage,
     RecordDecodeError,
+)
+from turnstore.events import (
+    MessageAuthor,
     SessionFileReference,
     TokenUsage,
     ToolCall,
+)
+from turnstore.records import (
+    ActiveModelStep,
+    MAX_QUEUED_MESSAGES,
+    QueueBoundary,
+    QueuedMessage,
     TurnBoundary,
-    TurnstoreError,
 )
 from turnstore.rules.messages import validate_message_content, validate_queued_message
 from turnstore.rules.pages import journal_query, page_limit

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 import turnstore
-from turnstore import BlockingStore, TurnstoreError
+from turnstore import (
+    BlockingStore,
+    TurnstoreError,
+)
 from turnstore.cli import output, views
 from turnstore.cli.demo import FORK_ID, SESSION_ID, run_demo
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 """A database file that must already exist: inspection never creates one."""
@@ -35,6 +40,13 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[BlockingStore
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 """The shared `--json` flag of the inspection commands."""
+
+
+def count_option(flag: str, help: str) -> Callable[[F], F]:
+    """A `--flag N` option: a positive count, 20 unless given."""
+    return click.option(
+        flag, metavar="N", type=click.IntRange(min=1), default=20, show_default=True, help=help
+    )
 
 
 def echo_json(value: Any) -> None:
@@ -91,14 +103,7 @@ def sessions() -> None:
 @sessions.command("list")
 @click.argument("path", type=EXISTING_FILE)
 @click.option("--owner", metavar="ID", help="Only list sessions owned by this owner id.")
-@click.option(
-    "--limit",
-    metavar="N",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="Most sessions to list, most recently updated first.",
-)
+@count_option("--limit", "Most sessions to list, most recently updated first.")
 @JSON_OPTION
 def list_sessions(path: Path, owner: str | None, limit: int, as_json: bool) -> None:
     """List sessions, most recently updated first.
@@ -116,21 +121,9 @@ def list_sessions(path: Path, owner: str | None, limit: int, as_json: bool) -> N
 @sessions.command("show")
 @click.argument("path", type=EXISTING_FILE)
 @click.argument("session_id")
-@click.option(
-    "--events",
-    metavar="N",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="How many of the newest journal events to show.",
-)
-@click.option(
-    "--batches",
-    metavar="N",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="How many of the newest transcript batches (one per checkpoint) to show.",
+@count_option("--events", "How many of the newest journal events to show.")
+@count_option(
+    "--batches", "How many of the newest transcript batches (one per checkpoint) to show."
 )
 @JSON_OPTION
 def show_session(path: Path, session_id: str, events: int, batches: int, as_json: bool) -> None:

@@ -11,35 +11,39 @@ import msgspec
 
 from turnstore import (
     ActiveExecution,
-    ActiveModelStep,
-    AgentMessageContentDeltaEvent,
-    AgentMessagePhase,
-    AgentReasoningContentDeltaEvent,
     BlockingStore,
     Checkpoint,
     Event,
-    EventMsg,
     ExecutionRecord,
+    SessionContext,
+    TimestampedEvent,
+    TranscriptPageRequest,
+    new_queued_message,
+)
+from turnstore.events import (
+    AgentMessageContentDeltaEvent,
+    AgentMessagePhase,
+    AgentReasoningContentDeltaEvent,
+    EventMsg,
     MessageAuthor,
     MessageEvent,
     ModelStepCompleted,
     ModelStepCompletedEvent,
     ModelStepContent,
     ModelStepStartedEvent,
-    PendingApproval,
-    QueueBoundary,
-    SessionContext,
-    TimestampedEvent,
     TokenCountEvent,
     TokenUsage,
     ToolCall,
     ToolCallBeginEvent,
     ToolCallEndEvent,
-    TranscriptPageRequest,
     TurnCompleteEvent,
     TurnStartedEvent,
     UserMessageEvent,
-    new_queued_message,
+)
+from turnstore.records import (
+    ActiveModelStep,
+    PendingApproval,
+    QueueBoundary,
 )
 
 SESSION_ID = "demo-session"

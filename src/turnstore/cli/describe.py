@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from turnstore import (
+from turnstore.events import (
     AgentMessageContentDeltaEvent,
     AgentMessageEvent,
     AgentReasoningContentDeltaEvent,

@@ -15,15 +15,19 @@ from rich.text import Text
 
 from turnstore import (
     ExecutionRecord,
-    ExecutionStats,
-    JournalEvent,
-    ModelStepCompletedEvent,
-    SessionSummary,
-    StreamMetrics,
-    TurnStartedEvent,
 )
 from turnstore.cli.describe import event_detail, event_kind, item_label, item_text
 from turnstore.cli.views import PositionedItem, SessionView, StoreView
+from turnstore.events import (
+    ModelStepCompletedEvent,
+    TurnStartedEvent,
+)
+from turnstore.records import (
+    ExecutionStats,
+    JournalEvent,
+    SessionSummary,
+    StreamMetrics,
+)
 
 
 def make_console() -> Console:

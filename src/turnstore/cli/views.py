@@ -10,12 +10,16 @@ from turnstore import (
     EventPageRequest,
     ExecutionPageRequest,
     ExecutionRecord,
-    JournalEvent,
-    MessageTarget,
     SessionNotFound,
     SessionPageRequest,
-    SessionSummary,
     TranscriptPageRequest,
+)
+from turnstore.events import (
+    MessageTarget,
+)
+from turnstore.records import (
+    JournalEvent,
+    SessionSummary,
 )
 
 PositionedItem = tuple[MessageTarget, Any]

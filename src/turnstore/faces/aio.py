@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from turnstore.backends.sql.engine import Engine, WriterStats
+from turnstore.backends.sql.engine import Engine
 from turnstore.backends.urls import open_engine
 from turnstore.ops import checkpoint as checkpoint_ops
 from turnstore.ops import runtime as runtime_ops
+from turnstore.records.base import WriterStats
 from turnstore.records.checkpoint import (
     Checkpoint,
     EventPage,
@@ -50,7 +51,7 @@ from turnstore.records.runtime import (
     SessionReadScope,
     VacuumReport,
 )
-from turnstore.rules.runtime import DURABILITY_TIER, check_binding
+from turnstore.rules.runtime import DURABILITY_TIER
 from turnstore.rules.validation import validate_session_id
 from turnstore.steps import AsyncDriver
 
@@ -217,14 +218,12 @@ class RuntimeStore:
 
     async def claim_ready_queued_work(
         self,
-        session_id: str,
         owner_id: str,
         boundary: QueuedWorkClaimBoundary,
         lease_ttl_ms: int,
         max_batches: int,
     ) -> QueuedWorkClaim | None:
         """Lease the next ready group of batches for `owner_id`, or None."""
-        check_binding(self._session_id, session_id)
         return await self._driver.run(
             runtime_ops.claim_ready_queued_work(
                 self._session_id, owner_id, boundary, lease_ttl_ms, max_batches
@@ -233,14 +232,12 @@ class RuntimeStore:
 
     async def claim_ready_queued_work_by_batch_ids(
         self,
-        session_id: str,
         owner_id: str,
         boundary: QueuedWorkClaimBoundary,
         lease_ttl_ms: int,
         batch_ids: list[str],
     ) -> QueuedWorkClaim | None:
         """Claim exactly these batches if they are the next ready group, else None."""
-        check_binding(self._session_id, session_id)
         return await self._driver.run(
             runtime_ops.claim_ready_queued_work_by_batch_ids(
                 self._session_id, owner_id, boundary, lease_ttl_ms, batch_ids
@@ -259,32 +256,26 @@ class RuntimeStore:
         """Release a claim without completing it; its batches are ready again."""
         await self._driver.run(runtime_ops.abandon_queued_work_claim(self._session_id, claim))
 
-    async def cancel_queued_work_batch(
-        self, session_id: str, batch_id: str
-    ) -> QueuedWorkBatch | None:
+    async def cancel_queued_work_batch(self, batch_id: str) -> QueuedWorkBatch | None:
         """Remove an unclaimed batch; None when missing or held by a live claim."""
-        check_binding(self._session_id, session_id)
         return await self._driver.run(
             runtime_ops.cancel_queued_work_batch(self._session_id, batch_id)
         )
 
-    async def list_queued_work(self, session_id: str) -> list[QueuedWorkBatch]:
+    async def list_queued_work(self) -> list[QueuedWorkBatch]:
         """List the session's queued batches in order."""
-        check_binding(self._session_id, session_id)
         return await self._driver.run(runtime_ops.list_queued_work(self._session_id, False))
 
-    async def list_pending_queued_work(self, session_id: str) -> list[QueuedWorkBatch]:
+    async def list_pending_queued_work(self) -> list[QueuedWorkBatch]:
         """List batches no live claim holds (expired claims count as pending)."""
-        check_binding(self._session_id, session_id)
         return await self._driver.run(runtime_ops.list_queued_work(self._session_id, True))
 
     async def record_intent(self, intent: AttachmentIntent) -> None:
         """Record an attachment write before its bytes land."""
         await self._driver.run(runtime_ops.record_intent(self._session_id, intent))
 
-    async def commit_refs(self, session_id: str, attachment_ids: list[str]) -> None:
+    async def commit_refs(self, attachment_ids: list[str]) -> None:
         """Stamp attachments committed outside a runtime commit."""
-        check_binding(self._session_id, session_id)
         await self._driver.run(runtime_ops.commit_refs(self._session_id, attachment_ids))
 
     async def list_uncommitted(self, older_than_epoch_ms: int) -> list[AttachmentManifestEntry]:

@@ -64,7 +64,6 @@ def commit_runtime_state(session_id: str, commit: RuntimeCommit) -> Steps[Runtim
 def enqueue_queued_work(session_id: str, batch: QueuedWorkBatchDraft) -> Steps[QueuedWorkBatch]:
     """Append a batch of input to the session's durable queue."""
     draft = prepare_enqueue(batch)
-    check_binding(session_id, draft.session_id)
     return (yield from write(lambda tx: queue.enqueue(tx, session_id, draft)))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -21,11 +21,18 @@ U32 = Annotated[int, msgspec.Meta(ge=0, le=2**32 - 1)]
 """An unsigned 32-bit integer, as the seeds' `u32`."""
 
 
+class WriterStats(NamedTuple):
+    """Counters of the write path: committed transactions and the writes they carried."""
+
+    transactions: int
+    writes: int
+
+
 class Record(msgspec.Struct, kw_only=True):
-    """Base of every record: keyword construction, equality by value, JSON with seed names."""
+    """Base of every record: keyword construction, equality by value, snake_case JSON."""
 
     def to_json(self) -> bytes:
-        """Encode this record as JSON with the seeds' serde names."""
+        """Encode this record as compact JSON."""
         return _ENCODER.encode(self)
 
     def to_builtins(self) -> Any:

@@ -369,9 +369,8 @@ QueuedWorkClaimBoundary = Literal["turn", "steer"]
 
 
 class QueuedWorkBatchDraft(Record, kw_only=True):
-    """Input to enqueue: items delivered together at one boundary."""
+    """Input to enqueue on a session's runtime handle: items delivered together at one boundary."""
 
-    session_id: str
     batch_id: str | None = None
     boundary: QueuedWorkClaimBoundary = "turn"
     items: list[Any] = msgspec.field(default_factory=list)

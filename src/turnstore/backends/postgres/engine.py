@@ -15,7 +15,7 @@ from psycopg import errors, sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
-from turnstore.backends.sql.engine import Dialect, Tx, WriterStats
+from turnstore.backends.sql.engine import Dialect, Tx
 from turnstore.errors import (
     ConfigError,
     ReadOnlyStore,
@@ -24,6 +24,7 @@ from turnstore.errors import (
     StoreClosed,
     TurnstoreError,
 )
+from turnstore.records.base import WriterStats
 
 T = TypeVar("T")
 

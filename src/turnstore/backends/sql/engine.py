@@ -11,18 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+from turnstore.records.base import WriterStats
 
 T = TypeVar("T")
 R = TypeVar("R", bound=tuple[Any, ...])
 S = TypeVar("S", bound="Statements")
-
-
-class WriterStats(NamedTuple):
-    """Counters of the write path: committed transactions and the writes they carried."""
-
-    transactions: int
-    writes: int
 
 
 class Query(Generic[R]):

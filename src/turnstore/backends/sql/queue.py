@@ -6,6 +6,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+import msgspec
+
 from turnstore.backends.sql import sessions
 from turnstore.backends.sql.engine import Statements, Tx, select
 from turnstore.backends.sql.runtime_tables import now_ms
@@ -158,14 +160,7 @@ def renew(tx: Tx, claim: QueuedWorkClaim, lease_ttl_ms: int) -> QueuedWorkClaim:
     tx.run(tx.sql(QueueSql).renew_claim, (expires, claim.session_id, claim.claim_id))
     for batch in found:
         batch.lease_expires_at_ms = expires
-    return QueuedWorkClaim(
-        session_id=claim.session_id,
-        claim_id=claim.claim_id,
-        owner_id=claim.owner_id,
-        boundary=claim.boundary,
-        batches=found,
-        lease_expires_at_ms=expires,
-    )
+    return msgspec.structs.replace(claim, batches=found, lease_expires_at_ms=expires)
 
 
 def abandon(tx: Tx, claim: QueuedWorkClaim) -> None:

@@ -7,7 +7,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar
 
-from turnstore.backends.sql.engine import Dialect, Tx, WriterStats
+from turnstore.backends.sql.engine import Dialect, Tx
 from turnstore.backends.sqlite.connection import (
     BUSY_TIMEOUT_S,
     ReaderPool,
@@ -17,7 +17,7 @@ from turnstore.backends.sqlite.connection import (
 )
 from turnstore.backends.sqlite.writer import GroupCommitWriter
 from turnstore.errors import ReadOnlyStore
-from turnstore.records.base import encode_json
+from turnstore.records.base import WriterStats, encode_json
 
 T = TypeVar("T")
 

@@ -11,9 +11,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from turnstore.backends.sql.engine import WriterStats
 from turnstore.backends.sqlite.connection import storage_error
 from turnstore.errors import StoreClosed, TurnstoreError
+from turnstore.records.base import WriterStats
 
 T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], Any]

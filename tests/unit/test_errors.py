@@ -1,0 +1,63 @@
+"""Errors: one hierarchy, typed attributes, picklable, the contract's message as `str()`."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from turnstore.errors import (
+    CheckpointError,
+    ConfigError,
+    CorruptRecord,
+    HeadRevisionConflict,
+    InvalidInput,
+    SequenceConflict,
+    SessionNotFound,
+    StorageError,
+    TurnstoreError,
+)
+
+
+def test_attributes_are_typed_and_default_to_none() -> None:
+    """An error's declared attributes are set from keywords; the rest are None."""
+    error = SequenceConflict("checkpoint sequence did not advance", session_id="s", stored=3)
+    assert (error.session_id, error.stored, error.attempted) == ("s", 3, None)
+    assert str(error) == "checkpoint sequence did not advance"
+    assert error.message == "checkpoint sequence did not advance"
+
+
+def test_an_undeclared_attribute_is_a_programming_error() -> None:
+    """Naming an attribute the class does not declare fails loudly, not silently."""
+    with pytest.raises(TypeError, match="turn_id"):
+        SessionNotFound("no session", turn_id="t")
+
+
+def test_defaults_declared_on_the_class_are_kept() -> None:
+    """StorageError.retryable is False unless given."""
+    assert StorageError("disk").retryable is False
+    assert StorageError("lock", retryable=True).retryable is True
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        HeadRevisionConflict("conflict", session_id="s", expected=None, actual=2),
+        CorruptRecord("bad row", session_id="s"),
+        StorageError("lost", retryable=True),
+        InvalidInput("bad"),
+    ],
+)
+def test_errors_pickle_with_their_attributes(error: TurnstoreError) -> None:
+    """An error crosses a process boundary with its class, message and attributes."""
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert copy.__dict__ == error.__dict__
+
+
+def test_configuration_and_corruption_are_not_the_callers_input() -> None:
+    """ConfigError is outside the contract's refusals; CorruptRecord is not InvalidInput."""
+    assert not issubclass(ConfigError, CheckpointError)
+    assert issubclass(ConfigError, ValueError)
+    assert not issubclass(CorruptRecord, InvalidInput)
