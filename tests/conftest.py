@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 import turnstore
-from turnstore import BlockingStore, Store
+from turnstore import (
+    BlockingStore,
+    Store,
+)
 
 BACKENDS = ["sqlite", "postgres"]
 FACES = ["async", "blocking"]

@@ -14,7 +14,12 @@ import hashlib
 import sys
 import time
 
-from turnstore import FileAttachmentStore, HeadRevisionConflict, RuntimeCommit, open_blocking
+from turnstore import (
+    FileAttachmentStore,
+    HeadRevisionConflict,
+    RuntimeCommit,
+    open_blocking,
+)
 
 
 def payload(attachment_id: str) -> bytes:

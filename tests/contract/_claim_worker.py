@@ -19,13 +19,15 @@ import time
 from typing import Any, TextIO
 
 from turnstore import (
+    BlockingRuntimeStore,
     HeadRevisionConflict,
-    QueuedWorkClaim,
     QueuedWorkClaimExpired,
     RuntimeCommit,
     open_blocking,
 )
-from turnstore.runtime_api import BlockingRuntimeStore
+from turnstore.records import (
+    QueuedWorkClaim,
+)
 
 DEADLINE_S = 60.0
 """A worker that has not emptied the queues by then gives up (and the test fails)."""
@@ -85,13 +87,12 @@ def _complete(runtime: BlockingRuntimeStore, claim: QueuedWorkClaim, log: Log, l
 
 def _complete_late(runtime: BlockingRuntimeStore, owner: str, log: Log, deadline: float) -> None:
     """Claim a group, sleep past its lease, then try to complete it (which must fail)."""
-    session = runtime.session_id
     while True:
         if time.monotonic() > deadline:
             log("timeout")
             sys.exit(2)
         t0 = time.time()
-        claim = runtime.claim_ready_queued_work(session, owner, "turn", 150, 2)
+        claim = runtime.claim_ready_queued_work(owner, "turn", 150, 2)
         t1 = time.time()
         if claim is not None:
             break
@@ -125,10 +126,10 @@ def run(
         ttl = rng.randint(100, 300)
         max_batches = rng.randint(1, 3)
         t0 = time.time()
-        claim = runtime.claim_ready_queued_work(session, owner, "turn", ttl, max_batches)
+        claim = runtime.claim_ready_queued_work(owner, "turn", ttl, max_batches)
         t1 = time.time()
         if claim is None:
-            if not runtime.list_queued_work(session):
+            if not runtime.list_queued_work():
                 empty.add(session)
             else:
                 time.sleep(rng.uniform(0.002, 0.02))

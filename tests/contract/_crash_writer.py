@@ -19,14 +19,18 @@ from typing import Any, NamedTuple
 from turnstore import (
     ActiveExecution,
     Checkpoint,
-    ContextRewrite,
     Event,
     ExecutionRecord,
     TimestampedEvent,
+    open_blocking,
+)
+from turnstore.events import (
     TurnCompleteEvent,
     TurnStartedEvent,
     WarningEvent,
-    open_blocking,
+)
+from turnstore.records import (
+    ContextRewrite,
 )
 
 ITEMS_PER_SAVE = 3

@@ -14,21 +14,25 @@ import time
 from typing import Any
 
 from turnstore import (
-    AgentFrameRecord,
+    BlockingRuntimeStore,
     GraphAppend,
+    HydratedSessionCheckpoint,
+    RuntimeCommit,
+    SessionNodeRecord,
+)
+from turnstore.events import (
+    TokenUsage,
+)
+from turnstore.records import (
+    AgentFrameRecord,
     GraphCommitDelta,
     GraphReplaceFull,
     GraphUnchanged,
-    HydratedSessionCheckpoint,
     ModelSpec,
     PersistedSessionConfig,
-    RuntimeCommit,
     SessionGraph,
-    SessionNodeRecord,
     TokenLedgerEntry,
-    TokenUsage,
 )
-from turnstore.runtime_api import BlockingRuntimeStore
 
 RUNTIME_TABLES = (
     "runtime_heads",

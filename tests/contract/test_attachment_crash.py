@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import turnstore
-from turnstore import FileAttachmentStore
+from turnstore import (
+    FileAttachmentStore,
+)
 
 WORKER = Path(__file__).with_name("_attachment_worker.py")
 SESSION = "attach-crash"

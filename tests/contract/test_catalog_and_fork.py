@@ -14,13 +14,17 @@ import pytest
 import turnstore
 from turnstore import (
     Checkpoint,
-    ExecutionStats,
     SessionContext,
-    SessionCursor,
     SessionPageRequest,
-    SessionSummary,
-    TokenUsage,
     TranscriptPageRequest,
+)
+from turnstore.events import (
+    TokenUsage,
+)
+from turnstore.records import (
+    ExecutionStats,
+    SessionCursor,
+    SessionSummary,
 )
 
 

@@ -19,27 +19,31 @@ import pytest
 import turnstore
 from turnstore import (
     ActiveExecution,
-    ActiveModelStep,
     Checkpoint,
-    ContextRewrite,
     Event,
     EventPageRequest,
-    ExecutionCompletionPhase,
     ExecutionPageRequest,
     ExecutionRecord,
-    ExecutionStats,
-    MessageAuthor,
-    MessageTarget,
-    PendingApproval,
-    QueuedMessage,
     SessionContext,
     SessionPageRequest,
-    SteerBoundary,
     TimestampedEvent,
+    TranscriptPageRequest,
+)
+from turnstore.events import (
+    MessageAuthor,
+    MessageTarget,
     TokenUsage,
     ToolCall,
-    TranscriptPageRequest,
     WarningEvent,
+)
+from turnstore.records import (
+    ActiveModelStep,
+    ContextRewrite,
+    ExecutionCompletionPhase,
+    ExecutionStats,
+    PendingApproval,
+    QueuedMessage,
+    SteerBoundary,
 )
 
 
@@ -469,7 +473,7 @@ async def test_event_insert_failure_rolls_back_checkpoint_and_event_batch(store)
             [warning(10, "first"), warning(-1, "invalid")],
         )
     assert str(caught.value) == "event journal timestamp cannot be negative"
-    assert isinstance(caught.value, turnstore.CheckpointError)
+    assert isinstance(caught.value, turnstore.errors.CheckpointError)
 
     saved = await store.load("session")
     events = await store.event_page("session", EventPageRequest(before_sequence=None, limit=1))

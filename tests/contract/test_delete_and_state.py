@@ -17,6 +17,8 @@ from turnstore import (
     ExecutionPageRequest,
     ExecutionRecord,
     TranscriptPageRequest,
+)
+from turnstore.events import (
     WarningEvent,
 )
 

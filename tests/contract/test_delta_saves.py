@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 import turnstore
-from turnstore import Checkpoint, ContextRewriteRequired, TranscriptPageRequest
+from turnstore import (
+    Checkpoint,
+    ContextRewriteRequired,
+    TranscriptPageRequest,
+)
 
 SAVES = 200
 ITEMS_PER_SAVE = 4

@@ -8,7 +8,7 @@ itself holds is `CorruptRecord` (never `InvalidInput`, which blames the caller).
 from __future__ import annotations
 
 import pytest
-from runtime_helpers import append, make_commit, runtime, user
+from runtime_helpers import append, entry, make_commit, runtime, user
 
 import turnstore
 from turnstore import (
@@ -113,7 +113,8 @@ async def test_corrupt_runtime_rows_raise_corrupt_record(store, database, damage
     rt = await runtime(store, "c")
     checkpoint = HydratedSessionCheckpoint(tool_state={"cwd": "/"})
     graph = append([user("n1", None, "hi")])
-    await rt.commit_runtime_state(make_commit("c", None, graph, checkpoint=checkpoint))
+    commit = make_commit("c", None, graph, checkpoint=checkpoint, usage_deltas=[entry("t", 5)])
+    await rt.commit_runtime_state(commit)
     await rt.enqueue_queued_work(QueuedWorkBatchDraft(items=[{"text": "x"}]))
     await rt.save_session_meta(turnstore.records.SessionMeta(session_id="c"))
     database.query(damage)

@@ -9,29 +9,29 @@ Ports the seed-003 tests `event_journal_sequences_and_pages_normalized_events`,
 from __future__ import annotations
 
 from turnstore import (
-    AgentMessageContentDeltaEvent,
-    AgentReasoningContentDeltaEvent,
     Checkpoint,
     Event,
     EventPageRequest,
+    SessionContext,
+    TimestampedEvent,
+)
+from turnstore.events import (
+    AgentMessageContentDeltaEvent,
+    AgentReasoningContentDeltaEvent,
     FrontendEventMsg,
     FrontendPicker,
     FrontendPreview,
     FrontendRemoveWidget,
     FrontendWidget,
     FrontendWidgetEvent,
-    JournalEvent,
     ModelStepCompleted,
     ModelStepCompletedEvent,
     ModelStepContent,
     ModelStepFailed,
     ModelStepInterrupted,
     ModelStepStartedEvent,
-    SessionContext,
     SessionHistoryEvent,
     SessionResumeRequestedEvent,
-    StreamMetrics,
-    TimestampedEvent,
     TokenCountEvent,
     TokenUsage,
     TurnAbortedEvent,
@@ -39,6 +39,10 @@ from turnstore import (
     TurnStartedEvent,
     UrlCitation,
     WarningEvent,
+)
+from turnstore.records import (
+    JournalEvent,
+    StreamMetrics,
 )
 
 

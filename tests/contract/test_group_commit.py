@@ -15,6 +15,8 @@ from turnstore import (
     SequenceConflict,
     StorageError,
     TranscriptPageRequest,
+)
+from turnstore.records import (
     WriterStats,
 )
 

@@ -22,8 +22,10 @@ from turnstore import (
     Event,
     EventPageRequest,
     SessionPageRequest,
-    SessionResumeRequestedEvent,
     TranscriptPageRequest,
+)
+from turnstore.events import (
+    SessionResumeRequestedEvent,
     WarningEvent,
 )
 
@@ -110,7 +112,7 @@ class CheckpointStoreModel(RuleBasedStateMachine):
         elif at > known.checkpoint.sequence:
             expected = turnstore.InvalidInput
         elif child in self.model:
-            expected = turnstore.SessionExists
+            expected = turnstore.errors.SessionExists
         else:
             expected = None
         if expected is not None:

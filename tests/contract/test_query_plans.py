@@ -29,6 +29,7 @@ index and key bounds it must be served by:
 
 from __future__ import annotations
 
+import importlib
 import re
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -42,23 +43,25 @@ import turnstore
 from conftest import BACKENDS, POSTGRES_URL, Database, postgres_connection, require_postgres
 from turnstore import (
     ActiveExecution,
-    AgentMessageContentDeltaEvent,
-    AgentReasoningContentDeltaEvent,
     Checkpoint,
     Event,
+    SessionContext,
+    TimestampedEvent,
+)
+from turnstore.backends.sql.engine import Dialect, Query, Statements
+from turnstore.events import (
+    AgentMessageContentDeltaEvent,
+    AgentReasoningContentDeltaEvent,
     ModelStepCompleted,
     ModelStepCompletedEvent,
     ModelStepFailed,
     ModelStepStartedEvent,
-    SessionContext,
-    TimestampedEvent,
     TokenCountEvent,
     TokenUsage,
     TurnCompleteEvent,
     TurnStartedEvent,
     WarningEvent,
 )
-from turnstore.backends.sql import Statements
 
 SESSIONS = 300
 FORKS = 30
@@ -164,45 +167,41 @@ def _fill(url: str) -> None:
 
 # --- where a backend keeps its statements -----------------------------------------------------
 
-_PAGE_VARIANTS: dict[str, object] = {"first": 0, "next": 1}
-"""Today a journal's page statements are a pair: (first page, continuation)."""
-_CATALOG_VARIANTS: dict[str, object] = {
-    "first": (False, False),
-    "next": (False, True),
-    "owner_first": (True, False),
-    "owner_next": (True, True),
-}
-"""Today the catalog's page statements are keyed by (owner filter, cursor)."""
 
-
-def _backend_statements(backend: str) -> Statements:
+def _dialect(backend: str) -> Dialect:
     if backend == "sqlite":
-        from turnstore.backends.sqlite.backend import STATEMENTS
+        from turnstore.backends.sqlite.engine import SQLITE
 
-        return STATEMENTS
-    from turnstore.backends.postgres.backend import STATEMENTS as PG_STATEMENTS
+        return SQLITE
+    from turnstore.backends.postgres.engine import POSTGRES
 
-    return PG_STATEMENTS
+    return POSTGRES
 
 
 def statement_sql(backend: str, name: str) -> str:
-    """The SQL text of the statement `name` (`attribute` or `attribute.variant`) of `backend`.
+    """The SQL text of statement `module.attribute` of `turnstore.backends.sql`, for `backend`.
 
-    The one place that knows how a backend keeps its statements: today one `Statements`
-    object per backend, with the page statements grouped by variant.
+    Each module there keeps one `Statements` table; the dialect formats it once.
     """
-    attribute, _, variant = name.partition(".")
-    sql = getattr(_backend_statements(backend), attribute)
-    if variant:
-        variants = _CATALOG_VARIANTS if attribute == "catalog_pages" else _PAGE_VARIANTS
-        sql = sql[variants[variant]]
+    module_name, _, attribute = name.partition(".")
+    module = importlib.import_module(f"turnstore.backends.sql.{module_name}")
+    (table,) = [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, Statements)
+        and value is not Statements
+        and value.__module__ == module.__name__
+    ]
+    statement = getattr(_dialect(backend).statements(table), attribute)
+    sql = statement.sql if isinstance(statement, Query) else statement
     assert isinstance(sql, str), name
     return sql
 
 
 def id_list(backend: str, ids: list[str]) -> object:
     """The parameter a backend's statements take for a list of session ids."""
-    return _backend_statements(backend).dialect.id_list(ids)
+    return _dialect(backend).id_list(ids)
 
 
 # --- reading plans -----------------------------------------------------------------------------
@@ -439,7 +438,7 @@ PLAN_CASES = [
     _case(
         "transcript-first-page",
         "The transcript's first page is a backward range scan of transcript_delta's primary key.",
-        "transcript_pages.first",
+        "journals.transcript_first_page",
         lambda plans: (BIG, PAGE),
         "transcript_delta",
         PRIMARY_KEY,
@@ -448,7 +447,7 @@ PLAN_CASES = [
     _case(
         "transcript-continuation-page",
         "The transcript's continuation page is a primary-key range scan bounded by the cursor.",
-        "transcript_pages.next",
+        "journals.transcript_next_page",
         lambda plans: (BIG, BEFORE, PAGE),
         "transcript_delta",
         PRIMARY_KEY,
@@ -457,7 +456,7 @@ PLAN_CASES = [
     _case(
         "event-first-page",
         "The event journal's first page is a backward range scan of event_journal's primary key.",
-        "event_pages.first",
+        "journals.event_first_page",
         lambda plans: (BIG, PAGE),
         "event_journal",
         PRIMARY_KEY,
@@ -466,7 +465,7 @@ PLAN_CASES = [
     _case(
         "event-continuation-page",
         "The event journal's continuation page is a primary-key range scan bounded by the cursor.",
-        "event_pages.next",
+        "journals.event_next_page",
         lambda plans: (BIG, BEFORE, PAGE),
         "event_journal",
         PRIMARY_KEY,
@@ -475,7 +474,7 @@ PLAN_CASES = [
     _case(
         "execution-first-page",
         "The execution journal's first page is a backward range scan of its primary key.",
-        "execution_pages.first",
+        "journals.execution_first_page",
         lambda plans: (BIG, PAGE),
         "execution_journal",
         PRIMARY_KEY,
@@ -484,7 +483,7 @@ PLAN_CASES = [
     _case(
         "execution-continuation-page",
         "The execution journal's continuation page is a primary-key range scan from the cursor.",
-        "execution_pages.next",
+        "journals.execution_next_page",
         lambda plans: (BIG, BEFORE, PAGE),
         "execution_journal",
         PRIMARY_KEY,
@@ -493,7 +492,7 @@ PLAN_CASES = [
     _case(
         "recent-executions",
         "Recent executions across sessions are the head of execution_journal_recent_idx.",
-        "recent_executions",
+        "journals.recent_executions",
         lambda plans: (PAGE,),
         "execution_journal",
         "execution_journal_recent_idx",
@@ -502,7 +501,7 @@ PLAN_CASES = [
     _case(
         "catalog-first-page",
         "The catalog's first page is the head of sessions_recent_idx, in index order.",
-        "catalog_pages.first",
+        "sessions.first_page",
         lambda plans: (PAGE,),
         "sessions",
         "sessions_recent_idx",
@@ -510,7 +509,7 @@ PLAN_CASES = [
     _case(
         "catalog-continuation-page",
         "The catalog's continuation page is an index range scan of sessions_recent_idx.",
-        "catalog_pages.next",
+        "sessions.next_page",
         lambda plans: (*plans.catalog_cursor, PAGE),
         "sessions",
         "sessions_recent_idx",
@@ -519,7 +518,7 @@ PLAN_CASES = [
     _case(
         "owner-catalog-first-page",
         "An owner's first catalog page is an index range scan of sessions_owner_recent_idx.",
-        "catalog_pages.owner_first",
+        "sessions.owner_first_page",
         lambda plans: (SMALL_OWNER, PAGE),
         "sessions",
         "sessions_owner_recent_idx",
@@ -528,7 +527,7 @@ PLAN_CASES = [
     _case(
         "owner-catalog-continuation-page",
         "An owner's continuation page is a sessions_owner_recent_idx range bounded by the cursor.",
-        "catalog_pages.owner_next",
+        "sessions.owner_next_page",
         lambda plans: (SMALL_OWNER, *plans.owner_cursor, PAGE),
         "sessions",
         "sessions_owner_recent_idx",
@@ -538,7 +537,7 @@ PLAN_CASES = [
     _case(
         "load-checkpoint-row",
         "Loading the latest checkpoint reads one sessions row through its primary key.",
-        "load_row",
+        "checkpoints.stored",
         lambda plans: (BIG,),
         "sessions",
         PRIMARY_KEY,
@@ -548,7 +547,7 @@ PLAN_CASES = [
     _case(
         "load-context-chunks",
         "A checkpoint's context chunks are one context_chunks primary-key range, in order.",
-        "load_chunks",
+        "checkpoints.chunks",
         lambda plans: (BIG,),
         "context_chunks",
         PRIMARY_KEY,
@@ -559,7 +558,7 @@ PLAN_CASES = [
     _case(
         "step-deltas",
         "A completed model step reads its deltas through event_journal_step_idx, not the session.",
-        "step_deltas",
+        "journals.step_deltas",
         lambda plans: (BIG, FAILED_STEP),
         "event_journal",
         "event_journal_step_idx",
@@ -569,7 +568,7 @@ PLAN_CASES = [
     _case(
         "delete-step-deltas",
         "Compacting a completed step deletes its deltas through event_journal_step_idx.",
-        "delete_step_deltas",
+        "journals.delete_step_deltas",
         lambda plans: (BIG, FAILED_STEP),
         "event_journal",
         "event_journal_step_idx",
@@ -579,7 +578,7 @@ PLAN_CASES = [
     _case(
         "delete-older-token-counts",
         "A token count deletes the older ones through the partial event_journal_token_count_idx.",
-        "delete_older_token_counts",
+        "journals.delete_older_token_counts",
         lambda plans: (BIG, plans.latest_token_count),
         "event_journal",
         "event_journal_token_count_idx",
@@ -590,7 +589,7 @@ PLAN_CASES = [
     _case(
         "session-tree",
         "A session tree finds each node's children by a lookup of sessions_parent_idx.",
-        "session_tree",
+        "checkpoints.tree",
         lambda plans: (id_list(plans.backend, ["session-000"]),),
         # SQLite names the recursive step's table by its alias.
         {"sqlite": "child", "postgres": "sessions"},

@@ -14,27 +14,31 @@ import pytest
 
 import turnstore
 from turnstore import (
-    MAX_MESSAGE_BYTES,
-    MAX_QUEUED_MESSAGES,
     ActiveExecution,
-    ActiveModelStep,
     Checkpoint,
     Event,
     EventPageRequest,
     ExecutionPageRequest,
     ExecutionRecord,
     InvalidInput,
+    SessionPageRequest,
+    TimestampedEvent,
+    TranscriptPageRequest,
+)
+from turnstore.events import (
+    MAX_MESSAGE_BYTES,
     MessageAuthor,
+    SessionFileReference,
+    WarningEvent,
+)
+from turnstore.records import (
+    MAX_QUEUED_MESSAGES,
+    ActiveModelStep,
     PendingApproval,
     QueuedMessage,
     SessionCursor,
-    SessionFileReference,
-    SessionPageRequest,
     SteerBoundary,
-    TimestampedEvent,
-    TranscriptPageRequest,
     TurnBoundary,
-    WarningEvent,
 )
 
 I64_OVERFLOW = 2**63
@@ -407,7 +411,7 @@ async def test_fork_refuses_an_existing_child(store):
     replacement = Checkpoint.empty("child")
     replacement.context = [{"role": "user", "content": "theirs"}]
 
-    with pytest.raises(turnstore.SessionExists) as caught:
+    with pytest.raises(turnstore.errors.SessionExists) as caught:
         await store.fork("parent", 1, replacement)
     assert str(caught.value) == "fork child session already exists"
     assert isinstance(caught.value, turnstore.TurnstoreError)

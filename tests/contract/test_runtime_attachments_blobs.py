@@ -24,12 +24,14 @@ from runtime_helpers import (
 
 import turnstore
 from turnstore import (
+    FileAttachmentStore,
+    HydratedSessionCheckpoint,
+)
+from turnstore.records import (
     AttachmentIntent,
     AttachmentManifestEntry,
-    FileAttachmentStore,
     FullGraph,
     GcReport,
-    HydratedSessionCheckpoint,
 )
 
 
@@ -64,7 +66,7 @@ async def test_list_uncommitted_returns_only_older_uncommitted_intents(store):
     recent, done = intent("recent", 5_000), intent("done", 500)
     for value in (old, older, recent, done):
         await rt.record_intent(value)
-    await rt.commit_refs("s", ["done"])
+    await rt.commit_refs(["done"])
 
     assert await rt.list_uncommitted(3_000) == [entry_of(older), entry_of(old)]
     assert await rt.list_uncommitted(2_000) == [entry_of(older)]
@@ -91,7 +93,7 @@ async def test_commit_refs_stamps_attachments_committed(store, database):
     rt = await runtime(store, "s")
     for attachment_id in ("a", "b", "c"):
         await rt.record_intent(intent(attachment_id, 10))
-    await rt.commit_refs("s", ["a", "c"])
+    await rt.commit_refs(["a", "c"])
     assert [e.attachment_id for e in await rt.list_uncommitted(FAR_FUTURE_MS)] == ["b"]
     stamps = dict(database.query("SELECT attachment_id, committed_at_ms FROM attachment_manifest"))
     assert stamps["b"] is None
@@ -129,7 +131,7 @@ async def test_committing_an_attachment_without_an_intent_is_refused(store, data
     await other.record_intent(intent("theirs", 10, session_id="other"))
     before = [snapshot(database, "s"), snapshot(database, "other")]
     with pytest.raises(turnstore.InvalidInput):
-        await rt.commit_refs("s", ids)
+        await rt.commit_refs(ids)
     assert [snapshot(database, "s"), snapshot(database, "other")] == before
 
 
@@ -162,10 +164,10 @@ async def test_forget_keeps_an_attachment_committed_after_it_was_listed(store):
     )
     await rt.record_intent(intent)
     assert [entry.attachment_id for entry in await rt.list_uncommitted(10)] == ["x"]
-    await rt.commit_refs("files", ["x"])
+    await rt.commit_refs(["x"])
     assert await rt.forget("x") is False
     assert await rt.list_uncommitted(10) == []
-    await rt.commit_refs("files", ["x"])  # still recorded, so committing again is accepted
+    await rt.commit_refs(["x"])  # still recorded, so committing again is accepted
 
 
 # --- the file attachment store ----------------------------------------------------------------
@@ -200,7 +202,7 @@ def test_sweep_deletes_orphaned_payloads_and_keeps_committed_ones(
     committed = files.put(rt, "committed.bin", b"keep me")
     by_commit = files.put(rt, "by-commit.bin", b"keep me too")
     orphan = files.put(rt, "orphan.bin", b"delete me")
-    rt.commit_refs("s", ["committed.bin"])
+    rt.commit_refs(["committed.bin"])
     rt.commit_runtime_state(
         make_commit("s", None, replace([node("a")])).with_committed_attachments(["by-commit.bin"])
     )
@@ -291,7 +293,7 @@ def test_a_session_cannot_overwrite_or_sweep_another_sessions_attachment(blockin
     files = FileAttachmentStore(tmp_path / "root")
     owner = blocking_store.runtime("t")
     committed = files.put(owner, "img.png", b"t's bytes")
-    owner.commit_refs("t", ["img.png"])
+    owner.commit_refs(["img.png"])
     intruder = blocking_store.runtime("s")
     with contextlib.suppress(turnstore.InvalidInput):
         files.put(intruder, "../t/img.png", b"s's bytes")
@@ -395,5 +397,5 @@ async def test_gc_of_an_empty_store_reports_nothing(store):
     """gc with no heads and no blobs reports zero roots, retained and deleted."""
     rt = await runtime(store, "s")
     assert await rt.gc_unreachable() == GcReport()
-    await rt.save_session_meta(turnstore.SessionMeta(session_id="s"))
+    await rt.save_session_meta(turnstore.records.SessionMeta(session_id="s"))
     assert await rt.gc_unreachable() == GcReport()

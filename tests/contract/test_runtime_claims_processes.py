@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import turnstore
-from turnstore import QueuedWorkBatchDraft
+from turnstore import (
+    QueuedWorkBatchDraft,
+)
 
 WORKER = Path(__file__).with_name("_claim_worker.py")
 WORKERS = 5
@@ -167,11 +169,9 @@ def test_concurrent_claimer_processes_never_share_a_batch_and_complete_each_exac
             runtime = store.runtime(session)
             for n in range(count):
                 runtime.enqueue_queued_work(
-                    QueuedWorkBatchDraft(
-                        session_id=session, batch_id=f"{session}-{n:03}", items=[{"n": n}]
-                    )
+                    QueuedWorkBatchDraft(batch_id=f"{session}-{n:03}", items=[{"n": n}])
                 )
-            enqueued[session] = {b.batch_id for b in runtime.list_queued_work(session)}
+            enqueued[session] = {b.batch_id for b in runtime.list_queued_work()}
             assert len(enqueued[session]) == count
 
     _run_workers(store_url, tmp_path, seed)
@@ -192,7 +192,7 @@ def test_concurrent_claimer_processes_never_share_a_batch_and_complete_each_exac
     with turnstore.open_blocking(store_url) as store:
         for session in QUEUES:
             runtime = store.runtime(session)
-            assert runtime.list_queued_work(session) == [], context
+            assert runtime.list_queued_work() == [], context
             # Only the commits that returned moved the head: a refused completion (expired
             # lease) rolled its whole commit back.
             read = runtime.load_session()

@@ -34,19 +34,21 @@ from runtime_helpers import (
 
 import turnstore
 from turnstore import (
+    HydratedSessionCheckpoint,
+    QueuedWorkBatchDraft,
+    RuntimeCommit,
+    SessionNodeRecord,
+)
+from turnstore.records import (
     AgentFrameRecord,
     AttachmentIntent,
     GraphUnchanged,
-    HydratedSessionCheckpoint,
     PersistedTurnState,
-    QueuedWorkBatchDraft,
     QueuedWorkClaim,
     QueuedWorkCompletion,
-    RuntimeCommit,
     RuntimeTurnCommitStamp,
     SessionCheckpoint,
     SessionMeta,
-    SessionNodeRecord,
 )
 
 BINDING_MESSAGE = "store is already bound to session `A` and cannot be reused for `B`"
@@ -75,28 +77,18 @@ def _commit_stamped_for_b() -> RuntimeCommit:
     return msgspec.structs.replace(commit, turn_commit=stamp)
 
 
+# The records that name their session (stored or hashed whole) are what can name another one;
+# calls that only need the session take none, since the handle knows it.
 BINDING_CALLS: dict[str, Any] = {
     "commit": lambda rt: rt.commit_runtime_state(make_commit("B", None, replace([node("n")]))),
     "commit-stamp": lambda rt: rt.commit_runtime_state(_commit_stamped_for_b()),
-    "enqueue": lambda rt: rt.enqueue_queued_work(QueuedWorkBatchDraft(session_id="B", items=[1])),
-    "claim": lambda rt: rt.claim_ready_queued_work("B", "w", "turn", LONG_LEASE_MS, 1),
-    "claim-by-ids": lambda rt: rt.claim_ready_queued_work_by_batch_ids(
-        "B", "w", "turn", LONG_LEASE_MS, ["b1"]
-    ),
-    "claim-by-no-ids": lambda rt: rt.claim_ready_queued_work_by_batch_ids(
-        "B", "w", "turn", LONG_LEASE_MS, []
-    ),
     "renew": lambda rt: rt.renew_queued_work_claim(_claim_of_b(), LONG_LEASE_MS),
     "abandon": lambda rt: rt.abandon_queued_work_claim(_claim_of_b()),
-    "cancel": lambda rt: rt.cancel_queued_work_batch("B", "b1"),
-    "list": lambda rt: rt.list_queued_work("B"),
-    "list-pending": lambda rt: rt.list_pending_queued_work("B"),
     "record-intent": lambda rt: rt.record_intent(
         AttachmentIntent(
             attachment_id="att", session_id="B", canonical_uri="/f/att", intent_at_epoch_ms=1
         )
     ),
-    "commit-refs": lambda rt: rt.commit_refs("B", ["att"]),
     "save-meta": lambda rt: rt.save_session_meta(SessionMeta(session_id="B", cwd="/b")),
 }
 
@@ -105,7 +97,7 @@ BINDING_CALLS: dict[str, Any] = {
 async def test_a_handle_refuses_calls_naming_another_session(store, database, call):
     """A handle bound to `A` raises SessionBindingMismatch for a call naming `B`; no write."""
     rt = await runtime(store, "A")
-    with pytest.raises(turnstore.SessionBindingMismatch) as caught:
+    with pytest.raises(turnstore.errors.SessionBindingMismatch) as caught:
         await call(rt)
     assert str(caught.value) == BINDING_MESSAGE
     assert (caught.value.bound_session_id, caught.value.attempted_session_id) == ("A", "B")
@@ -118,10 +110,10 @@ async def test_a_refused_binding_leaves_the_bound_session_unchanged(store, datab
     """A mismatched call on a handle with stored state writes nothing to either session."""
     rt = await runtime(store, "A")
     await seed_session(rt, "a")
-    await rt.enqueue_queued_work(QueuedWorkBatchDraft(session_id="A", batch_id="b1", items=[1]))
+    await rt.enqueue_queued_work(QueuedWorkBatchDraft(batch_id="b1", items=[1]))
     before = snapshot(database, "A")
     for call in BINDING_CALLS.values():
-        with pytest.raises(turnstore.SessionBindingMismatch):
+        with pytest.raises(turnstore.errors.SessionBindingMismatch):
             await call(rt)
     assert snapshot(database, "A") == before
     assert database.count("sessions", "session_id = ?", ("B",)) == 0
@@ -162,8 +154,8 @@ async def test_a_stale_expected_head_revision_is_refused_and_writes_nothing(
             attachment_id="att", session_id="s", canonical_uri="/f/att", intent_at_epoch_ms=1
         )
     )
-    await rt.enqueue_queued_work(QueuedWorkBatchDraft(session_id="s", batch_id="b1", items=[1]))
-    claim = await rt.claim_ready_queued_work("s", "worker", "turn", LONG_LEASE_MS, 1)
+    await rt.enqueue_queued_work(QueuedWorkBatchDraft(batch_id="b1", items=[1]))
+    claim = await rt.claim_ready_queued_work("worker", "turn", LONG_LEASE_MS, 1)
     before = snapshot(database, "s")
     commit = make_commit(
         "s",
@@ -317,10 +309,8 @@ async def test_a_commit_completes_queue_claims_and_attachments_with_the_head(sto
     rt = await runtime(store, "s")
     await seed_session(rt, "a")
     for batch_id in ("b1", "b2", "b3"):
-        await rt.enqueue_queued_work(
-            QueuedWorkBatchDraft(session_id="s", batch_id=batch_id, items=[batch_id])
-        )
-    claim = await rt.claim_ready_queued_work("s", "worker", "turn", LONG_LEASE_MS, 2)
+        await rt.enqueue_queued_work(QueuedWorkBatchDraft(batch_id=batch_id, items=[batch_id]))
+    claim = await rt.claim_ready_queued_work("worker", "turn", LONG_LEASE_MS, 2)
     for attachment_id in ("att-1", "att-2"):
         await rt.record_intent(
             AttachmentIntent(
@@ -336,7 +326,7 @@ async def test_a_commit_completes_queue_claims_and_attachments_with_the_head(sto
     )
 
     assert result.head_revision == 2
-    assert [b.batch_id for b in await rt.list_queued_work("s")] == ["b3"]
+    assert [b.batch_id for b in await rt.list_queued_work()] == ["b3"]
     assert [e.attachment_id for e in await rt.list_uncommitted(2**62)] == ["att-2"]
     committed_at = database.query(
         "SELECT committed_at_ms FROM attachment_manifest WHERE attachment_id = 'att-1'"
@@ -362,8 +352,8 @@ async def test_a_failure_in_the_last_write_rolls_the_whole_commit_back(store, da
     await rt.commit_runtime_state(
         make_commit("s", None, replace([node("a")]), usage_deltas=[entry("t0", 1)])
     )
-    await rt.enqueue_queued_work(QueuedWorkBatchDraft(session_id="s", batch_id="b1", items=[1]))
-    claim = await rt.claim_ready_queued_work("s", "worker", "turn", LONG_LEASE_MS, 1)
+    await rt.enqueue_queued_work(QueuedWorkBatchDraft(batch_id="b1", items=[1]))
+    claim = await rt.claim_ready_queued_work("worker", "turn", LONG_LEASE_MS, 1)
     await rt.record_intent(
         AttachmentIntent(
             attachment_id="att", session_id="s", canonical_uri="/f/att", intent_at_epoch_ms=5
@@ -390,13 +380,13 @@ async def test_a_failure_in_the_last_write_rolls_the_whole_commit_back(store, da
     assert "forced failure" in str(caught.value)
     assert snapshot(database, "s") == before
     assert await rt.load_session() == loaded_before
-    assert [b.claim_id for b in await rt.list_queued_work("s")] == [claim.claim_id]
+    assert [b.claim_id for b in await rt.list_queued_work()] == [claim.claim_id]
     assert [e.attachment_id for e in await rt.list_uncommitted(2**62)] == ["att"]
 
     database.stop_failing_inserts_into("turn_commits")
     result = await rt.commit_runtime_state(commit)
     assert result.head_revision == 2
-    assert await rt.list_queued_work("s") == []
+    assert await rt.list_queued_work() == []
     assert await rt.list_uncommitted(2**62) == []
 
 

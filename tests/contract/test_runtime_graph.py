@@ -31,25 +31,29 @@ from runtime_helpers import (
 import turnstore
 from turnstore import (
     ActivePath,
+    HydratedSessionCheckpoint,
+    QueuedWorkBatchDraft,
+    SessionNodeRecord,
+    SessionPageRequest,
+)
+from turnstore.events import (
+    TokenUsage,
+)
+from turnstore.records import (
     AgentFrameRecord,
     AttachmentIntent,
     ForkRelation,
     FullGraph,
     GraphReplaceFull,
     GraphUnchanged,
-    HydratedSessionCheckpoint,
     ModelSpec,
     PersistedSessionConfig,
     PersistedTurnState,
-    QueuedWorkBatchDraft,
     RootRelation,
     SessionGraph,
     SessionMeta,
-    SessionNodeRecord,
-    SessionPageRequest,
     SessionPickerInfo,
     SubagentRelation,
-    TokenUsage,
     VacuumReport,
 )
 
@@ -332,7 +336,7 @@ async def test_delete_sessions_removes_everything_the_runtime_stored(store, data
             sid, None, replace([user("u", None, "hello")]), usage_deltas=[entry("t1", 3)]
         )
         await handle.commit_runtime_state(commit.with_turn_commit("t1"))
-        await handle.enqueue_queued_work(QueuedWorkBatchDraft(session_id=sid, items=["x"]))
+        await handle.enqueue_queued_work(QueuedWorkBatchDraft(items=["x"]))
         await handle.save_session_meta(SessionMeta(session_id=sid, cwd="/work"))
         for attachment_id in (f"{sid}-committed", f"{sid}-pending"):
             await handle.record_intent(
@@ -343,7 +347,7 @@ async def test_delete_sessions_removes_everything_the_runtime_stored(store, data
                     intent_at_epoch_ms=1_000,
                 )
             )
-        await handle.commit_refs(sid, [f"{sid}-committed"])
+        await handle.commit_refs([f"{sid}-committed"])
     for table in RUNTIME_TABLES:
         assert database.count(table, "session_id = ?", ("doomed",)) == 1, table
 
@@ -506,7 +510,7 @@ async def test_a_head_with_an_unsupported_schema_version_is_refused(store, datab
     await seed_session(rt, "a")
     database.query("UPDATE runtime_heads SET schema_version = 9")
 
-    with pytest.raises(turnstore.UnsupportedRecordSchemaVersion) as caught:
+    with pytest.raises(turnstore.errors.UnsupportedRecordSchemaVersion) as caught:
         await rt.load_session(FullGraph())
     assert str(caught.value) == (
         "session head schema_version 9 is not supported by this binary (expected 1)"
@@ -516,7 +520,7 @@ async def test_a_head_with_an_unsupported_schema_version_is_refused(store, datab
         9,
         1,
     )
-    with pytest.raises(turnstore.UnsupportedRecordSchemaVersion):
+    with pytest.raises(turnstore.errors.UnsupportedRecordSchemaVersion):
         await rt.load_session(ActivePath())
 
 
@@ -531,7 +535,7 @@ async def test_a_checkpoint_manifest_with_an_unsupported_schema_version_is_refus
         (b'{"schema_version":7}', result.checkpoint_ref),
     )
 
-    with pytest.raises(turnstore.UnsupportedRecordSchemaVersion) as caught:
+    with pytest.raises(turnstore.errors.UnsupportedRecordSchemaVersion) as caught:
         await rt.load_session(FullGraph())
     assert str(caught.value) == (
         "session checkpoint schema_version 7 is not supported by this binary (expected 1)"

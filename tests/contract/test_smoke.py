@@ -1,6 +1,8 @@
 """A first contract check that the fixtures and both faces work."""
 
-from turnstore import Checkpoint
+from turnstore import (
+    Checkpoint,
+)
 
 
 async def test_save_then_load_returns_the_saved_checkpoint(store):

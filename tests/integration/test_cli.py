@@ -14,13 +14,15 @@ from click.testing import CliRunner, Result
 
 import turnstore
 from turnstore import (
-    ExecApprovalRequestEvent,
     ExecutionPageRequest,
-    ModelStepCompletedEvent,
     SessionPageRequest,
-    UserMessageEvent,
 )
 from turnstore.cli import main
+from turnstore.events import (
+    ExecApprovalRequestEvent,
+    ModelStepCompletedEvent,
+    UserMessageEvent,
+)
 
 SECTIONS = (
     "Session catalog",

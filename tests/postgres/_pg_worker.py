@@ -23,11 +23,15 @@ from turnstore import (
     Checkpoint,
     Event,
     EventPageRequest,
-    JournalEvent,
     SequenceConflict,
     TimestampedEvent,
     TurnstoreError,
+)
+from turnstore.events import (
     WarningEvent,
+)
+from turnstore.records import (
+    JournalEvent,
 )
 
 BARRIER_TIMEOUT_S = 60.0

@@ -26,6 +26,8 @@ from turnstore import (
     Event,
     EventPageRequest,
     TranscriptPageRequest,
+)
+from turnstore.events import (
     WarningEvent,
 )
 

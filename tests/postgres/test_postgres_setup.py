@@ -21,11 +21,13 @@ import turnstore
 from conftest import postgres_connection
 from turnstore import (
     Checkpoint,
-    SchemaError,
     StorageError,
     TranscriptPageRequest,
 )
 from turnstore.backends.postgres.schema import SCHEMA_VERSION
+from turnstore.errors import (
+    SchemaError,
+)
 
 WAIT_S = 60.0
 TABLES = (

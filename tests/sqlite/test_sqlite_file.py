@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import turnstore
-from turnstore import Checkpoint
+from turnstore import (
+    Checkpoint,
+)
 from turnstore.backends.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 UNVERSIONED = (
@@ -67,11 +71,11 @@ def file_mode(path: Path) -> int:
 async def test_open_rejects_a_nonempty_unversioned_database(store, store_url):
     """open refuses a non-empty SQLite file that has no schema version."""
     await replace_with_legacy_database(store, store_url)
-    with pytest.raises(turnstore.SchemaError) as caught:
+    with pytest.raises(turnstore.errors.SchemaError) as caught:
         turnstore.open(store_url)
     assert str(caught.value) == UNVERSIONED
     assert isinstance(caught.value, turnstore.TurnstoreError)
-    with pytest.raises(turnstore.SchemaError) as blocking:
+    with pytest.raises(turnstore.errors.SchemaError) as blocking:
         turnstore.open_blocking(store_url)
     assert str(blocking.value) == UNVERSIONED
 
@@ -79,7 +83,7 @@ async def test_open_rejects_a_nonempty_unversioned_database(store, store_url):
 async def test_open_leaves_a_refused_unversioned_database_untouched(store, store_url):
     """A refused unversioned database keeps its tables, version and journal mode."""
     path = await replace_with_legacy_database(store, store_url)
-    with pytest.raises(turnstore.SchemaError):
+    with pytest.raises(turnstore.errors.SchemaError):
         turnstore.open(store_url)
     assert sqlite_value(path, "PRAGMA user_version") == 0
     assert sqlite_value(path, "PRAGMA journal_mode") == "delete"
@@ -91,10 +95,10 @@ async def test_open_rejects_a_newer_schema_version(store, store_url, database):
     """open refuses a database whose schema version this build does not know."""
     await store.save(Checkpoint.empty("session"))
     database.query("PRAGMA user_version = 99")
-    with pytest.raises(turnstore.SchemaError) as caught:
+    with pytest.raises(turnstore.errors.SchemaError) as caught:
         turnstore.open(store_url)
     assert str(caught.value) == NEWER
-    with pytest.raises(turnstore.SchemaError) as blocking:
+    with pytest.raises(turnstore.errors.SchemaError) as blocking:
         turnstore.open_blocking(store_url)
     assert str(blocking.value) == NEWER
     assert database.query("PRAGMA user_version") == [(99,)]
@@ -143,3 +147,36 @@ def test_a_version_1_database_is_migrated_to_the_current_version(tmp_path):
         assert store.load_state("global", "k") == 1
     assert sqlite_value(path, "PRAGMA user_version") == SCHEMA_VERSION
     assert sqlite_value(path, "SELECT count(*) FROM runtime_heads") == 0
+
+
+_SWITCH_TO_DELETE_MODE = """
+import sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], timeout=0.1)
+try:
+    print(connection.execute("PRAGMA journal_mode = DELETE").fetchone()[0])
+except sqlite3.OperationalError as error:
+    print(error)
+"""
+
+
+def test_opening_a_second_store_keeps_the_first_ones_file_locks(store_url: str) -> None:
+    """Opening a store on a file this process already has open drops none of its locks.
+
+    Closing any descriptor of a file drops every POSIX lock the process holds on it, the
+    locks of open SQLite connections included; with those gone, another process could take
+    the file from under the open store (here: switch it out of WAL mode), which corrupts it.
+    """
+    with turnstore.open_blocking(store_url) as first:
+        first.save(Checkpoint.empty("a"))
+        with turnstore.open_blocking(store_url) as second:
+            second.save(Checkpoint(session_id="a", sequence=1))
+            other = subprocess.run(
+                [sys.executable, "-c", _SWITCH_TO_DELETE_MODE, store_url],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            assert other.stdout.strip() == "database is locked"
+            assert first.load("a") == Checkpoint(session_id="a", sequence=1)
+    assert sqlite_value(Path(store_url), "PRAGMA integrity_check") == "ok"
+    assert sqlite_value(Path(store_url), "PRAGMA journal_mode") == "wal"

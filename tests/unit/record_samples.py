@@ -582,7 +582,7 @@ def runtime_records() -> dict[str, Any]:
         "AttachmentManifestEntry": r.AttachmentManifestEntry(
             attachment_id="a", session_id="s", canonical_uri="/x", intent_at_epoch_ms=1
         ),
-        "QueuedWorkBatchDraft": r.QueuedWorkBatchDraft( items=[1]),
+        "QueuedWorkBatchDraft": r.QueuedWorkBatchDraft(items=[1]),
         "QueuedWorkBatch": batch,
         "QueuedWorkClaim": r.QueuedWorkClaim(
             session_id="s",

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from typing import Any
 
 import pytest
 
 import turnstore
-from turnstore import BlockingRuntimeStore, BlockingStore, Checkpoint, RuntimeStore, Store
+from turnstore import (
+    BlockingRuntimeStore,
+    BlockingStore,
+    Checkpoint,
+    RuntimeStore,
+    Store,
+)
 
 SYNC_ON_BOTH = {"writer_stats", "runtime", "durability_tier", "session_id"}
 
@@ -46,12 +53,33 @@ def test_async_operations_are_coroutines_and_blocking_ones_are_not(
         assert not inspect.iscoroutinefunction(getattr(blocking_face, name)), name
 
 
-def test_every_public_name_is_documented() -> None:
-    """Each public name of the package has a docstring."""
-    for name in turnstore.__all__:
-        value = getattr(turnstore, name)
+@pytest.mark.parametrize(
+    "namespace",
+    [turnstore, turnstore.records, turnstore.events, turnstore.errors],
+    ids=lambda module: module.__name__,
+)
+def test_every_public_name_is_documented(namespace: Any) -> None:
+    """Each public name of the package and its public namespaces has a docstring."""
+    for name in namespace.__all__:
+        value = getattr(namespace, name)
         if inspect.isclass(value) or inspect.isfunction(value):
             assert (value.__doc__ or "").strip(), name
+
+
+def test_the_top_level_is_narrow_and_the_namespaces_do_not_overlap() -> None:
+    """About 36 names at the top; records, events and errors each name a thing once."""
+    assert len(turnstore.__all__) <= 40
+    records, events = set(turnstore.records.__all__), set(turnstore.events.__all__)
+    assert not records & events
+    assert not (records | events) & set(turnstore.errors.__all__)
+    for name in turnstore.__all__:
+        homes = [
+            module
+            for module in (turnstore.records, turnstore.events, turnstore.errors)
+            if name in module.__all__
+        ]
+        value = getattr(turnstore, name)
+        assert all(getattr(module, name) is value for module in homes), name
 
 
 @pytest.mark.parametrize(
@@ -90,9 +118,9 @@ async def test_a_step_that_outlives_close_sees_a_closed_store(store_url):
     await store.save(Checkpoint.empty("a"))
     await store.close()
     with pytest.raises(turnstore.StoreClosed):
-        await store._read(asyncio.get_running_loop(), lambda: None)
+        await store._driver._read(asyncio.get_running_loop(), lambda tx: None)
     with pytest.raises(turnstore.StoreClosed):
-        store.backend.engine.write(lambda tx: None)
+        store._driver.engine.write(lambda tx: None)
 
 
 def test_an_unusable_path_raises_a_storage_error(tmp_path) -> None:
@@ -113,9 +141,9 @@ def test_a_read_only_store_reads_and_refuses_writes(tmp_path) -> None:
         writer.save(turnstore.Checkpoint.empty("session"))
     with turnstore.open_blocking(path, read_only=True) as reader:
         assert reader.load("session") == turnstore.Checkpoint.empty("session")
-        with pytest.raises(turnstore.ReadOnlyStore):
+        with pytest.raises(turnstore.errors.ReadOnlyStore):
             reader.save(turnstore.Checkpoint(session_id="session", sequence=1))
-        with pytest.raises(turnstore.ReadOnlyStore):
+        with pytest.raises(turnstore.errors.ReadOnlyStore):
             reader.save_state("scope", "key", 1)
     with turnstore.open_blocking(path) as writer:
         assert writer.load("session") == turnstore.Checkpoint.empty("session")

@@ -31,9 +31,9 @@ from turnstore.errors import (
     InvalidMessage,
 )
 from turnstore.events import (
+    MAX_MESSAGE_BYTES,
     ApprovalCall,
     ExecApprovalRequestEvent,
-    MAX_MESSAGE_BYTES,
     MessageAuthor,
     MessageEvent,
     MessageTarget,
@@ -42,8 +42,8 @@ from turnstore.events import (
     ToolCall,
 )
 from turnstore.records import (
-    ActiveModelStep,
     CHECKPOINT_VERSION,
+    ActiveModelStep,
     ExecutionStats,
     PendingApproval,
     QueueBoundary,

@@ -17,7 +17,7 @@ from turnstore import (
 from turnstore.errors import (
     RecordDecodeError,
 )
-from turnstore.records import encode_json
+from turnstore.records.base import encode_json
 from turnstore.rules.context import ContextWrite, StoredContext, digest, plan_context_write
 
 ITEMS = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, "note", 3]

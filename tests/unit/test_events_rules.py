@@ -37,10 +37,10 @@ from turnstore.events import (
     WarningEvent,
 )
 from turnstore.records import (
+    TURN_PAGE_BATCH_SIZE,
     EventPage,
     JournalEvent,
     StreamMetrics,
-    TURN_PAGE_BATCH_SIZE,
     TranscriptBatch,
     TranscriptPage,
 )

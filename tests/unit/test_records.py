@@ -90,7 +90,7 @@ from turnstore.records import (
     TranscriptPage,
     TurnBoundary,
 )
-from turnstore.records import Record, decode_json, encode_json
+from turnstore.records.base import Record, decode_json, encode_json
 
 
 def _summary() -> SessionSummary:

@@ -34,8 +34,8 @@ from turnstore.events import (
     ToolCall,
 )
 from turnstore.records import (
-    ActiveModelStep,
     MAX_QUEUED_MESSAGES,
+    ActiveModelStep,
     QueueBoundary,
     QueuedMessage,
     TurnBoundary,

@@ -25,10 +25,17 @@ def storage_error(error: sqlite3.Error) -> StorageError:
 
 
 def prepare_path(path: Path) -> None:
-    """Create the parent folder and the database file, readable by its owner only."""
+    """Create the parent folder and, if missing, the database file, readable by its owner only."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        # Never open and close an existing database file here: closing any descriptor of a
+        # file drops every POSIX lock this process holds on it, including the locks of other
+        # SQLite connections (another store) in this process, which can corrupt the database.
+        # Only a file that did not exist, which nobody can have locked, is created and closed.
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return
         os.close(descriptor)
         os.chmod(path, 0o600)
     except OSError as error:
