@@ -39,9 +39,16 @@ RENAMES: list[tuple[str, str]] = [
 ]
 
 
+UNSUPPORTED = re.compile(r"\basyncio\b|\basync (with|for)\b")
+"""Async code these renames cannot turn into blocking code; the faces must only forward."""
+
+
 def generate() -> str:
     """The blocking faces' source, formatted."""
     text = SOURCE.read_text()
+    unsupported = UNSUPPORTED.search(text)
+    if unsupported:
+        sys.exit(f"{SOURCE.name} uses `{unsupported.group()}`, which has no blocking rename")
     # Replace the module docstring: the twin says where it comes from.
     docstring_end = text.index('"""', 3) + 3
     text = HEADER + "\n" + text[docstring_end:].lstrip("\n")

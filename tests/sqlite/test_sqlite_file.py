@@ -114,6 +114,16 @@ async def test_a_new_database_is_versioned_in_wal_mode_and_private(store, store_
     assert file_mode(path) == 0o600
 
 
+def test_opening_an_existing_file_makes_it_private(tmp_path: Path) -> None:
+    """A database file created elsewhere with a wider mode is owner-only once a store opens it."""
+    path = tmp_path / "shared.sqlite3"
+    path.touch(mode=0o644)
+    path.chmod(0o644)
+    with turnstore.open_blocking(path) as opened:
+        opened.save(Checkpoint.empty("session"))
+    assert file_mode(path) == 0o600
+
+
 async def test_reopening_a_database_keeps_its_sessions(store, store_url):
     """A second store opened on the same database sees every committed session."""
     checkpoint = Checkpoint.empty("session")

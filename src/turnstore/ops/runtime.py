@@ -35,6 +35,7 @@ from turnstore.rules.queue import (
     prepare_enqueue,
 )
 from turnstore.rules.runtime import check_binding, prepare_commit
+from turnstore.rules.validation import validate_session_id
 from turnstore.rules.values import checked, nonblank_list, require, storage_integer
 from turnstore.steps import Steps, read, write
 
@@ -95,7 +96,7 @@ def claim_ready_queued_work_by_batch_ids(
 
 def _bound_claim(session_id: str, claim: object) -> QueuedWorkClaim:
     found = checked_claim(claim)
-    check_binding(session_id, found.session_id)
+    check_binding(session_id, validate_session_id(found.session_id))
     return found
 
 
@@ -128,7 +129,7 @@ def list_queued_work(session_id: str, pending_only: bool) -> Steps[list[QueuedWo
 def record_intent(session_id: str, intent: AttachmentIntent) -> Steps[None]:
     """Record an attachment write before its bytes land."""
     found, _ = checked(intent, AttachmentIntent, "intent")
-    check_binding(session_id, found.session_id)
+    check_binding(session_id, validate_session_id(found.session_id))
     yield from write(lambda tx: attachments.record_intent(tx, found))
 
 
@@ -155,7 +156,7 @@ def forget(session_id: str, attachment_id: str) -> Steps[bool]:
 def save_session_meta(session_id: str, meta: SessionMeta) -> Steps[None]:
     """Replace the session's metadata."""
     found, _ = checked(meta, SessionMeta, "meta")
-    check_binding(session_id, found.session_id)
+    check_binding(session_id, validate_session_id(found.session_id))
     yield from write(lambda tx: runtime_upkeep.save_meta(tx, found))
 
 

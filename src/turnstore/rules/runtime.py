@@ -27,17 +27,15 @@ DURABILITY_TIER: DurabilityTier = "inline"
 """Every runtime commit is durable (fsynced, or committed on the server) when it returns."""
 
 
-def check_binding(bound_session_id: str, attempted_session_id: object) -> str:
-    """Refuse a call for another session than the one a runtime handle is bound to."""
-    attempted = validate_session_id(attempted_session_id)
-    if attempted != bound_session_id:
+def check_binding(bound_session_id: str, attempted_session_id: str) -> None:
+    """Refuse a record naming another session than the one a runtime handle is bound to."""
+    if attempted_session_id != bound_session_id:
         raise SessionBindingMismatch(
             f"store is already bound to session `{bound_session_id}` and cannot be reused "
-            f"for `{attempted}`",
+            f"for `{attempted_session_id}`",
             bound_session_id=bound_session_id,
-            attempted_session_id=attempted,
+            attempted_session_id=attempted_session_id,
         )
-    return attempted
 
 
 def ensure_supported_schema_version(record_kind: str, actual: int) -> None:
@@ -163,7 +161,7 @@ def _checked_stamp(bound_session_id: str, commit: RuntimeCommit) -> str | None:
 def prepare_commit(bound_session_id: str, commit: object) -> PreparedCommit:
     """Validate a runtime commit and encode everything it writes."""
     given, _ = checked(commit, RuntimeCommit, "commit")
-    check_binding(bound_session_id, given.session_id)
+    check_binding(bound_session_id, validate_session_id(given.session_id))
     commit_hash = _checked_stamp(bound_session_id, given)
     nodes = _nodes(given)
     _check_nodes(nodes)

@@ -8,6 +8,7 @@ parameter and dialect words in braces, and formatted once per dialect.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ class Query(Generic[R]):
 def select(row: type[R], rest: str, **expressions: str) -> Query[R]:
     """A SELECT of `row`'s fields, in order, each a column or `expressions[field]`."""
     named = cast(Any, row)
+    unknown = set(expressions) - set(named._fields)
+    if unknown:
+        raise TypeError(f"{row.__name__} has no fields {sorted(unknown)}")
     columns = ", ".join(
         f"{expressions[name]} AS {name}" if name in expressions else name for name in named._fields
     )
@@ -47,6 +51,10 @@ def columns(row: type[tuple[Any, ...]]) -> str:
 def marks(count: int) -> str:
     """`count` comma-separated parameter marks."""
     return ", ".join("?" * count)
+
+
+_WORDS = frozenset({"lock", "key_share", "now", "now_ms", "ids"})
+"""The dialect words a statement template may name in braces."""
 
 
 class _InIds:
@@ -104,15 +112,34 @@ class Dialect:
 class Statements:
     """A table of statements: class attributes (`str` or `Query`) formatted for one dialect."""
 
+    def __init_subclass__(cls) -> None:
+        # A template naming anything but a dialect word fails when its module is imported,
+        # not in the first transaction that formats it.
+        for name, statement in _statements(cls).items():
+            template = statement.sql if isinstance(statement, Query) else statement
+            words = {field for _, field, _, _ in string.Formatter().parse(template) if field}
+            if not words <= _WORDS:
+                raise TypeError(f"{cls.__name__}.{name} names {sorted(words - _WORDS)}")
+
     def __init__(self, dialect: Dialect) -> None:
-        for klass in reversed(type(self).__mro__):
-            for name, value in vars(klass).items():
-                if name.startswith("_"):
-                    continue
-                if isinstance(value, str):
-                    setattr(self, name, dialect.format(value))
-                elif isinstance(value, Query):
-                    setattr(self, name, Query(dialect.format(value.sql), value.make))
+        for name, statement in _statements(type(self)).items():
+            if isinstance(statement, Query):
+                statement = Query(dialect.format(statement.sql), statement.make)
+            else:
+                statement = dialect.format(statement)
+            setattr(self, name, statement)
+
+
+def _statements(cls: type) -> dict[str, str | Query[Any]]:
+    """The public class attributes of a table that are statements, a subclass's winning."""
+    merged: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        merged.update(vars(klass))
+    return {
+        name: value
+        for name, value in merged.items()
+        if not name.startswith("_") and isinstance(value, str | Query)
+    }
 
 
 class Tx:
@@ -138,7 +165,11 @@ class Tx:
         return [query.make(found) for found in self._connection.execute(query.sql, params)]
 
     def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """Run a one-column query and return its first value, or None when no row came back."""
+        """Run a one-column query and return its first value, or None when no row came back.
+
+        A NULL value reads as None too, so statements used to test presence select a NOT NULL
+        column or a constant.
+        """
         found = self._connection.execute(sql, params).fetchone()
         return None if found is None else found[0]
 

@@ -32,11 +32,9 @@ def prepare_path(path: Path) -> None:
         # file drops every POSIX lock this process holds on it, including the locks of other
         # SQLite connections (another store) in this process, which can corrupt the database.
         # Only a file that did not exist, which nobody can have locked, is created and closed.
-        try:
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return
-        os.close(descriptor)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        # chmod opens nothing, so it drops no lock; it also tightens a file made elsewhere.
         os.chmod(path, 0o600)
     except OSError as error:
         raise StorageError(
