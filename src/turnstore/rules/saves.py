@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,19 @@ from turnstore.rules.validation import (
     validate_execution,
     validate_session_id,
 )
-from turnstore.rules.values import checked, encoded_text, require, revalidated, storage_integer
+from turnstore.rules.values import (
+    checked,
+    encoded_text,
+    is_blank,
+    require,
+    revalidated,
+    storage_integer,
+)
+
+FIRST_USER_SCAN = 64
+"""Items of a save's transcript delta, then of its context, searched for a first user message."""
+FIRST_USER_CHARS = 1_024
+"""Longest first user message the catalog keeps when it is derived from the items."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +64,52 @@ class PreparedFork:
     child: PreparedSave
 
 
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return ""
+    text = part.get("text", part.get("content") if part.get("kind") == "text" else None)
+    return text if isinstance(text, str) else ""
+
+
+def user_text(item: Any) -> str | None:
+    """The text of a user message item, or None for any other item.
+
+    A user message is a JSON object with `"role": "user"` whose `content` is a string or a list
+    of parts (`{"type": "input_text", "text": …}`, `{"type": "text", "text": …}`), or whose
+    `parts` are `{"kind": "text", "content": …}` parts; the parts' texts are joined.
+    """
+    if not isinstance(item, dict) or item.get("role") != "user":
+        return None
+    content = item.get("content", item.get("parts"))
+    if isinstance(content, list):
+        return "".join(_part_text(part) for part in content)
+    return content if isinstance(content, str) else ""
+
+
+def first_user_text(items: Sequence[Any]) -> str | None:
+    """The first non-blank user message text among the first items, cut to a catalog line."""
+    for item in items[:FIRST_USER_SCAN]:
+        text = user_text(item)
+        if text is not None and not is_blank(text):
+            return text[:FIRST_USER_CHARS]
+    return None
+
+
+def catalog_first_user_message(
+    given: str | None, delta: Sequence[Any], context: Sequence[Any]
+) -> str | None:
+    """What the catalog shows as a session's first user message.
+
+    The caller's `first_user_message` when it is not blank; otherwise the first user message
+    of the transcript delta, then of the context. The session keeps the first one it gets.
+    """
+    if given is not None and not is_blank(given):
+        return given
+    return first_user_text(delta) or first_user_text(context)
+
+
 def prepare_save(
     checkpoint: object,
     transcript_delta: Iterable[Any],
@@ -82,7 +140,7 @@ def prepare_save(
         owner_id=state.session_context.owner_id,
         execution_stats_json=state.execution_stats.to_json().decode(),
         catalog_visible=state.catalog_visible,
-        first_user_message=state.first_user_message,
+        first_user_message=catalog_first_user_message(state.first_user_message, delta, context),
         transcript_json=encoded_text(delta, "transcript delta") if delta else None,
         execution=execution_json,
         events=prepared_events,
