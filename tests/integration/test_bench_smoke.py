@@ -24,6 +24,8 @@ if str(ROOT) not in sys.path:
 from bench.agent_loop import PeerSpec, importable, peer_specs  # noqa: E402
 from bench.measure import proc_io_available  # noqa: E402
 
+pytestmark = pytest.mark.peers
+
 SMOKE_TURNS = 2 * 3
 """Turns of the throughput phase at --smoke sizes."""
 
