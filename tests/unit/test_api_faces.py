@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
+import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -147,3 +150,11 @@ def test_a_read_only_store_reads_and_refuses_writes(tmp_path) -> None:
             reader.save_state("scope", "key", 1)
     with turnstore.open_blocking(path) as writer:
         assert writer.load("session") == turnstore.Checkpoint.empty("session")
+
+
+def test_the_events_reference_lists_every_event_kind() -> None:
+    """docs/reference/events.md names each event class with the kind the journal shows."""
+    page = (Path(__file__).resolve().parents[2] / "docs/reference/events.md").read_text()
+    listed = set(re.findall(r"^\| `([a-z_]+)` \| `([A-Za-z]+)` \|", page, re.MULTILINE))
+    variants = typing.get_args(turnstore.events.EventMsg)
+    assert listed == {(kind.__struct_config__.tag, kind.__name__) for kind in variants}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -266,6 +268,15 @@ def _turn_title(events: Sequence[JournalEvent]) -> str:
     return started.turn_id if isinstance(started, TurnStartedEvent) else "a turn"
 
 
+def command_name() -> str:
+    """How to call this command again: `turnstore` when that is on PATH, else its full path."""
+    running = Path(sys.argv[0]).resolve()
+    found = shutil.which("turnstore")
+    if running.name == "turnstore" and (found is None or Path(found).resolve() != running):
+        return str(running)
+    return "turnstore"
+
+
 def render_demo(console: Console, view: StoreView, path: Path) -> None:
     """Print what the demo left in the store, section by section."""
     session_id = view.summary.session_id
@@ -284,4 +295,4 @@ def render_demo(console: Console, view: StoreView, path: Path) -> None:
     heading(console, "Database")
     console.print(Text(str(path)), soft_wrap=True)
     console.print("Inspect it with:")
-    console.print(Text(f"  turnstore sessions show {path} {session_id}"), soft_wrap=True)
+    console.print(Text(f"  {command_name()} sessions show {path} {session_id}"), soft_wrap=True)

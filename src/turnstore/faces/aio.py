@@ -59,7 +59,8 @@ from turnstore.steps import AsyncDriver
 def open(url: str | os.PathLike[str], *, read_only: bool = False) -> Store:
     """Open the async store at `url`: `sqlite:///relative.db`, `postgresql://…` or a path.
 
-    `read_only` opens an existing database without creating, migrating or writing it.
+    `read_only` opens an existing database without creating, migrating or writing it (SQLite
+    may still create the `-wal` and `-shm` files its readers need beside the file).
     """
     return Store(open_engine(url, read_only=read_only))
 

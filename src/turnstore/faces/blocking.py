@@ -57,7 +57,8 @@ from turnstore.steps import BlockingDriver
 def open_blocking(url: str | os.PathLike[str], *, read_only: bool = False) -> BlockingStore:
     """Open the blocking store at `url`: `sqlite:///relative.db`, `postgresql://…` or a path.
 
-    `read_only` opens an existing database without creating, migrating or writing it.
+    `read_only` opens an existing database without creating, migrating or writing it (SQLite
+    may still create the `-wal` and `-shm` files its readers need beside the file).
     """
     return BlockingStore(open_engine(url, read_only=read_only))
 

@@ -1,4 +1,4 @@
-"""Checkpoint records of the `mobius` contract (version 17): state, journals, pages."""
+"""Records of the checkpoint store (checkpoint version 17): state, journals, pages."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Protocol types the checkpoint contract references: usage, context, messages and events.
+"""Protocol types the checkpoint store's records carry: usage, context, messages and events.
 
-The seeds name these types without showing them; each is kept as small as an agent runtime
-needs. Every tagged union uses a `"type"` field with snake_case tags, as serde would.
+Each is kept as small as an agent runtime needs. Every tagged union uses a `"type"` field with
+snake_case tags; an event's tag is the kind name the journal and the CLI show.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Records of the runtime face (the `lash_core` store contract): graph, commits, queue, blobs.
+"""Records of the runtime face: session graph, commits, queued work, attachments, blobs.
 
-The seed names many of these without showing them; each is kept small and typed, as an agent
-runtime author needs it. Tagged unions use a `"type"` field with snake_case tags.
+Each is kept small and typed, as an agent runtime author needs it. Tagged unions use a
+`"type"` field with snake_case tags.
 """
 
 from __future__ import annotations
