@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
+from programs import run_program
 
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
 
@@ -42,24 +41,6 @@ def test_the_documents_have_runnable_examples() -> None:
     assert sum(name.startswith("docs/getting-started.md") for name in names) >= 3
 
 
-def run_twice(program: Path, env: dict[str, str]) -> list[str]:
-    """Run `program` twice in its folder; return both outputs, failing with what it printed."""
-    outputs = []
-    for attempt in (1, 2):
-        done = subprocess.run(
-            [sys.executable, program.name],
-            cwd=program.parent,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"run {attempt} of {program.name}:\n{done.stdout}{done.stderr}"
-        outputs.append(done.stdout)
-    return outputs
-
-
 @pytest.fixture
 def database_url() -> object:
     """A PostgreSQL URL with a fresh schema, dropped afterwards."""
@@ -79,4 +60,4 @@ def test_a_code_block_runs_as_written(name: str, block: str, tmp_path: Path, req
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     if "DATABASE_URL" in block:
         env["DATABASE_URL"] = request.getfixturevalue("database_url")
-    run_twice(program, env)
+    run_program(program, env=env)

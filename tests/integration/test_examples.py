@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from programs import run_program
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -20,24 +19,10 @@ def backend_name() -> str:
     return "postgres"
 
 
-def run(name: str, folder: Path, *arguments: str, times: int = 2) -> list[str]:
-    """Copy example `name` into `folder` and run it there `times` times; return the outputs."""
-    program = folder / name
-    shutil.copy(EXAMPLES / name, program)
-    outputs = []
-    for attempt in range(1, times + 1):
-        done = subprocess.run(
-            [sys.executable, program.name, *arguments],
-            cwd=folder,
-            env=dict(os.environ),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"run {attempt} of {name}:\n{done.stdout}{done.stderr}"
-        outputs.append(done.stdout)
-    return outputs
+def run(name: str, folder: Path, *arguments: str) -> list[str]:
+    """Copy example `name` into `folder` and run it there twice; return both outputs."""
+    shutil.copy(EXAMPLES / name, folder / name)
+    return run_program(folder / name, *arguments, env=dict(os.environ))
 
 
 def test_every_example_is_run_by_a_test() -> None:
