@@ -39,7 +39,7 @@ def make_console() -> Console:
 
 
 def json_text(value: Any) -> str:
-    """Indented JSON of records and plain values, with the seeds' wire names."""
+    """Indented JSON of records and plain values, with their stored field names."""
     return msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
 
 

@@ -14,11 +14,11 @@ I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
 
 U64 = Annotated[int, msgspec.Meta(ge=0)]
-"""An unsigned 64-bit integer, as the seeds' `u64` and `usize`."""
+"""An unsigned 64-bit integer (counts, sizes, sequences)."""
 I64 = Annotated[int, msgspec.Meta(ge=I64_MIN, le=I64_MAX)]
-"""A signed 64-bit integer, as the seeds' `i64`."""
+"""A signed 64-bit integer (times in milliseconds)."""
 U32 = Annotated[int, msgspec.Meta(ge=0, le=2**32 - 1)]
-"""An unsigned 32-bit integer, as the seeds' `u32`."""
+"""An unsigned 32-bit integer (format versions)."""
 
 
 class WriterStats(NamedTuple):
