@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 import turnstore
+from conftest import postgres_connection
 from turnstore import (
     Checkpoint,
     EventPageRequest,
@@ -67,12 +69,33 @@ CASES = [
 """Backend, schedule, SIGKILLs, and the range of the delay between first ack and kill."""
 
 
-def _writer_url(backend_name: str, store_url: str, schedule: Any) -> str:
-    """The URL the writer opens: on PostgreSQL, with a connection for every session."""
+def _writer_url(backend_name: str, store_url: str, schedule: Any, application: str) -> str:
+    """The URL the writer opens: on PostgreSQL, a connection for every session, all named."""
     if backend_name != "postgres":
         return store_url
     separator = "&" if "?" in store_url else "?"
-    return f"{store_url}{separator}pool_max_size={len(schedule.sessions) + 1}"
+    pool = len(schedule.sessions) + 1
+    return f"{store_url}{separator}pool_max_size={pool}&application_name={application}"
+
+
+def _wait_for_server_side_exit(application: str) -> None:
+    """Wait until the server has ended every backend of the killed writer.
+
+    A client killed after sending COMMIT may still see that COMMIT complete on the server
+    (and one killed mid-transaction is rolled back only when its backend notices): until its
+    backends are gone, two reads of the check could see the store before and after.
+    """
+    deadline = time.monotonic() + 30
+    with postgres_connection() as connection:
+        while True:
+            left = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                (application,),
+            ).fetchone()[0]
+            if left == 0:
+                return
+            assert time.monotonic() < deadline, f"{left} backends of a killed writer linger"
+            time.sleep(0.02)
 
 
 class Replay:
@@ -254,7 +277,8 @@ def test_a_killed_writer_loses_no_acknowledged_save_and_exposes_no_partial_one(
     Each kill is checked through a store opened after it and through one that stays open
     across all kills.
     """
-    url = _writer_url(backend_name, store_url, schedule)
+    application = f"crash-{uuid.uuid4().hex[:16]}"
+    url = _writer_url(backend_name, store_url, schedule, application)
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     replays = {session_id: Replay(schedule, session_id) for session_id in schedule.sessions}
@@ -272,6 +296,8 @@ def test_a_killed_writer_loses_no_acknowledged_save_and_exposes_no_partial_one(
             lines, status, stderr = _run_writer_until_killed(
                 schedule.name, url, delay_s, tmp_path / f"stderr-{kill}.txt"
             )
+            if backend_name == "postgres":
+                _wait_for_server_side_exit(application)
             acked = _acks(lines)
             total_acks += len(lines)
             context = (
