@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from turnstore.errors import InvalidMessage
 from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import (
@@ -79,3 +81,26 @@ def new_queued_message(
     )
     validate_queued_message(queued)
     return queued
+
+
+def _part_text(part: Any) -> str:
+    if not isinstance(part, dict):
+        return ""
+    text = part.get("content") if part.get("kind") == "text" else part.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def user_text(message: Any) -> str | None:
+    """The text of a user message, or None for anything that is not one.
+
+    A user message is a JSON object with `"role": "user"`. Its text is the join of its `parts`
+    (`{"kind": "text", "content": …}`) when it has a list of them, else its `content`: a string,
+    or a list of parts (`{"type": "input_text", "text": …}`, `{"type": "text", "text": …}`).
+    """
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return None
+    parts = message.get("parts")
+    content = parts if isinstance(parts, list) else message.get("content")
+    if isinstance(content, list):
+        return "".join(map(_part_text, content))
+    return content if isinstance(content, str) else ""

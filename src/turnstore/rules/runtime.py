@@ -20,6 +20,7 @@ from turnstore.records.runtime import (
     blob_ref,
     turn_commit_hash,
 )
+from turnstore.rules.messages import user_text
 from turnstore.rules.validation import validate_session_id
 from turnstore.rules.values import checked, encode, is_blank
 
@@ -109,25 +110,6 @@ def _checkpoint_blobs(
     return [blob for blob in (tool, plugin, execution) if blob is not None], manifest
 
 
-def user_message_text(node: SessionNodeRecord) -> str | None:
-    """Return the text of a user message node, or None for any other node."""
-    payload = node.payload
-    if not isinstance(payload, dict) or payload.get("role") != "user":
-        return None
-    parts = payload.get("parts")
-    if isinstance(parts, list):
-        texts = [
-            part["content"]
-            for part in parts
-            if isinstance(part, dict)
-            and part.get("kind") == "text"
-            and isinstance(part.get("content"), str)
-        ]
-        return "".join(texts)
-    content = payload.get("content")
-    return content if isinstance(content, str) else ""
-
-
 def _nodes(commit: RuntimeCommit) -> list[SessionNodeRecord]:
     graph = commit.graph
     if isinstance(graph, GraphReplaceFull):
@@ -167,7 +149,7 @@ def prepare_commit(bound_session_id: str, commit: object) -> PreparedCommit:
     _check_nodes(nodes)
     blobs, manifest = _checkpoint_blobs(given.checkpoint)
     rows = [NodeRow(node.node_id, node.parent_node_id, node.to_json().decode()) for node in nodes]
-    texts = [text for text in map(user_message_text, nodes) if text is not None]
+    texts = [text for text in (user_text(node.payload) for node in nodes) if text is not None]
     return PreparedCommit(
         given, commit_hash, blobs, manifest, _blob(manifest.to_json()), rows, texts
     )

@@ -11,6 +11,7 @@ import msgspec
 from turnstore.errors import InvalidInput
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, TimestampedEvent
 from turnstore.rules.events import PreparedEvent, prepare_event
+from turnstore.rules.messages import user_text
 from turnstore.rules.validation import (
     is_clean_start,
     validate_checkpoint,
@@ -62,30 +63,6 @@ class PreparedFork:
     parent_session_id: str
     parent_sequence: int
     child: PreparedSave
-
-
-def _part_text(part: Any) -> str:
-    if isinstance(part, str):
-        return part
-    if not isinstance(part, dict):
-        return ""
-    text = part.get("text", part.get("content") if part.get("kind") == "text" else None)
-    return text if isinstance(text, str) else ""
-
-
-def user_text(item: Any) -> str | None:
-    """The text of a user message item, or None for any other item.
-
-    A user message is a JSON object with `"role": "user"` whose `content` is a string or a list
-    of parts (`{"type": "input_text", "text": …}`, `{"type": "text", "text": …}`), or whose
-    `parts` are `{"kind": "text", "content": …}` parts; the parts' texts are joined.
-    """
-    if not isinstance(item, dict) or item.get("role") != "user":
-        return None
-    content = item.get("content", item.get("parts"))
-    if isinstance(content, list):
-        return "".join(_part_text(part) for part in content)
-    return content if isinstance(content, str) else ""
 
 
 def first_user_text(items: Sequence[Any]) -> str | None:

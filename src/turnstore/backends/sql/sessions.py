@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from turnstore.backends.sql.engine import Statements, Tx, columns, marks, select
+from turnstore.backends.sql.engine import Statements, Tx, marks, select
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -56,6 +56,8 @@ class Branch(NamedTuple):
     parent_sequence: int | None = None
 
 
+_INSERTED = (*SessionWrite._fields, "session_id", *Branch._fields)
+"""The parameters of a session row's INSERT, in order: what a save writes, its id, its branch."""
 _ORDER = " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?"
 _AFTER = "(updated_at, latest_sequence, session_id) < (?, ?, ?)"
 _FROM = "FROM sessions"
@@ -67,8 +69,8 @@ class SessionSql(Statements):
     exists = "SELECT 1 FROM sessions WHERE session_id = ?"
     lock = "SELECT 1 FROM sessions WHERE session_id = ?{lock}"
     insert = (
-        f"INSERT INTO sessions ({columns(SessionWrite)}, session_id, parent_session_id,"
-        f" parent_sequence, created_at, updated_at) VALUES ({marks(13)}, {{now}}, {{now}})"
+        f"INSERT INTO sessions ({', '.join(_INSERTED)}, created_at, updated_at)"
+        f" VALUES ({marks(len(_INSERTED))}, {{now}}, {{now}})"
         " ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
     )
     # A session keeps the first user message it was ever saved with.
