@@ -12,6 +12,7 @@ from turnstore import records as records
 from turnstore.attachments import FileAttachmentStore
 from turnstore.errors import (
     ConfigError,
+    ContextItemImmutable,
     ContextRewriteRequired,
     CorruptRecord,
     HeadRevisionConflict,
@@ -56,6 +57,7 @@ __all__ = [
     "BlockingStore",
     "Checkpoint",
     "ConfigError",
+    "ContextItemImmutable",
     "ContextRewriteRequired",
     "CorruptRecord",
     "Event",

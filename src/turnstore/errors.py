@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "CheckpointError",
     "ConfigError",
+    "ContextItemImmutable",
     "ContextRewriteRequired",
     "CorruptRecord",
     "HeadRevisionConflict",
@@ -106,6 +107,10 @@ class SessionExists(CheckpointError):
 
 class ContextRewriteRequired(InvalidInput):
     """The context changed other than by appending, without a `context_epoch` bump."""
+
+
+class ContextItemImmutable(CheckpointError, TypeError):
+    """A context item the store holds was changed in place; assign a changed copy instead."""
 
 
 class CorruptRecord(CheckpointError):

@@ -1,14 +1,16 @@
-"""The checks every rule shares: blank text, lengths, integers, types, JSON encoding."""
+"""The checks every rule shares: blank text, lengths, integers, types, JSON values."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from functools import cache
 from typing import Any, TypeVar
 
 import msgspec
 
 from turnstore.errors import InvalidInput, RecordDecodeError
-from turnstore.records.base import I64_MAX, decode_json, encode_json
+from turnstore.records.base import I64_MAX, I64_MIN, U64_MAX, decode_json, encode_json
 
 R = TypeVar("R", bound=msgspec.Struct)
 T = TypeVar("T")
@@ -76,8 +78,102 @@ def require(value: object, type_: type[T], name: str) -> T:
     return value
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of lists and objects a stored value may have."""
+
+
+class _Refused(Exception):
+    """A value that would not come back equal; `path` grows as the walk unwinds."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str] = []
+
+
+@cache
+def _fields(cls: type[msgspec.Struct]) -> tuple[tuple[str, bool, bool], ...]:
+    """Each field of a record type: its name, whether it may hold bytes, whether it is Any."""
+    return tuple(
+        (field.name, "bytes" in repr(field.type), "Any" in repr(field.type))
+        for field in msgspec.structs.fields(cls)
+    )
+
+
+def _walk(value: object, depth: int, in_any: bool) -> None:
+    """Refuse what JSON would silently change; records only where their type is declared."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():  # type: ignore[attr-defined]
+            try:
+                value.encode()  # type: ignore[attr-defined]
+            except UnicodeEncodeError:
+                raise _Refused("is not UTF-8 text (it holds a lone surrogate)") from None
+        return
+    if kind is bool or value is None:
+        return
+    if kind is int:
+        if not I64_MIN <= value <= U64_MAX:  # type: ignore[operator]
+            raise _Refused("is an integer outside 64 bits")
+        return
+    if kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise _Refused("is not a finite number")
+        return
+    if depth >= MAX_DEPTH:
+        raise _Refused(f"nests deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Refused(f"has a key that is not a string: {key!r:.40}")
+            try:
+                _walk(key, depth, in_any)
+                _walk(item, depth + 1, in_any)
+            except _Refused as refused:
+                refused.path.append(f".{key}" if key.isidentifier() else f"[{key!r}]")
+                raise
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            try:
+                _walk(item, depth + 1, in_any)
+            except _Refused as refused:
+                refused.path.append(f"[{index}]")
+                raise
+        return
+    if isinstance(value, msgspec.Struct) and not in_any:
+        for name, may_be_bytes, any_field in _fields(type(value)):
+            item = getattr(value, name)
+            if may_be_bytes and type(item) is bytes:
+                continue
+            try:
+                _walk(item, depth, any_field)
+            except _Refused as refused:
+                refused.path.append(f".{name}")
+                raise
+        return
+    raise _Refused(f"is of type {kind.__name__}, not a JSON value")
+
+
+def check_value(value: object, what: str) -> None:
+    """Refuse a value that would not come back from the store equal to itself.
+
+    JSON values only: dicts with string keys, lists (tuples come back as lists), UTF-8
+    strings, integers within 64 bits, finite floats, booleans and None, at most `MAX_DEPTH`
+    levels deep; records only in the fields their type declares. The error names the path.
+    """
+    try:
+        _walk(value, 0, not isinstance(value, msgspec.Struct))
+    except _Refused as refused:
+        path = "".join(reversed(refused.path))
+        raise InvalidInput(f"{what}: ${path} {refused.reason}") from None
+    except RecursionError:
+        raise InvalidInput(f"{what} nests too deeply to store") from None
+
+
 def encode(value: object, what: str) -> bytes:
-    """Encode `value` as JSON, raising `RecordDecodeError` naming `what` when it cannot be."""
+    """Encode `value` as JSON after `check_value`, refusing it with the path named if needed."""
+    check_value(value, what)
     try:
         return encode_json(value)
     except (TypeError, ValueError, OverflowError) as error:
