@@ -153,6 +153,14 @@ def test_demo_defaults_to_a_fresh_temporary_file(
     assert str(written[0]) in result.stdout
 
 
+def test_demo_makes_the_folder_it_is_given(tmp_path: Path) -> None:
+    """demo --path in a folder that does not exist yet creates the folder and the file."""
+    path = tmp_path / "new" / "folder" / "demo.sqlite3"
+    result = run("demo", "--path", path)
+    assert result.exit_code == 0, result.output
+    assert path.is_file()
+
+
 def test_demo_reports_an_unusable_path_in_one_line(tmp_path: Path) -> None:
     """demo --path under a regular file fails with one clean line."""
     blocker = tmp_path / "not-a-folder"

@@ -18,7 +18,7 @@ import pytest
 from _pg_worker import SPAWN, Workers, warning, with_params
 
 import turnstore
-from conftest import postgres_connection
+from conftest import POSTGRES_URL, postgres_connection, require_postgres
 from turnstore import (
     Checkpoint,
     StorageError,
@@ -182,6 +182,108 @@ def test_errors_during_use_do_not_show_the_password(store_url, database):
         assert store.load("session") is None
         store.save(checkpoint, [{"text": "hello"}])
         assert store.load("session") == checkpoint
+
+
+def _with_query_password(url: str) -> tuple[str, str]:
+    """`url` carrying a password as a `password=` query parameter, and the password."""
+    return f"{url}{'&' if '?' in url else '?'}password=Qu3ryS3cret", "Qu3ryS3cret"
+
+
+@pytest.mark.parametrize("form", ["userinfo", "query"])
+def test_no_repr_str_or_log_line_of_an_open_store_shows_the_password(store_url, caplog, form):
+    """The options, engine, pool and store print without the password, and nothing logged
+    while the store opens, works and closes quotes it."""
+    url, secret = (_with_password if form == "userinfo" else _with_query_password)(store_url)
+    caplog.set_level("DEBUG")
+    with turnstore.open_blocking(url) as store:
+        store.save(Checkpoint.empty("session"))
+        engine = store._driver.engine
+        assert secret in engine.options.conninfo
+        shown = [engine.options, engine, engine._pool, store, store._driver]
+        for value in shown:
+            assert secret not in repr(value), repr(value)
+            assert secret not in str(value), str(value)
+        assert "***" in repr(engine.options)
+    for record in caplog.records:
+        assert secret not in record.getMessage()
+
+
+def _refused_url(case: str) -> str:
+    """The test server's URL naming a role or a database that does not exist."""
+    parts = urlsplit(POSTGRES_URL)
+    host = parts.netloc.rpartition("@")[2]
+    if case == "database":
+        return urlunsplit(parts._replace(path="/nosuchdb", query=""))
+    password = f":{PASSWORD}" if case == "role-with-password" else ""
+    return urlunsplit(parts._replace(netloc=f"nosuchrole{password}@{host}", query=""))
+
+
+@pytest.mark.parametrize(
+    ("case", "named"),
+    [
+        ("role", "nosuchrole"),
+        ("role-with-password", "nosuchrole"),
+        ("database", 'database "nosuchdb" does not exist'),
+    ],
+)
+def test_a_wrong_role_or_database_is_a_config_error_not_a_retryable_one(case, named, caplog):
+    """A role or database the server refuses fails every retry alike: ConfigError, which a
+    retry loop on retryable StorageErrors does not catch, never a retryable StorageError."""
+    require_postgres()
+    url = _refused_url(case)
+    caplog.set_level("DEBUG")
+    for read_only in (False, True):
+        for open_store in (turnstore.open_blocking, turnstore.open):
+            with pytest.raises(turnstore.ConfigError) as refused:
+                open_store(url, read_only=read_only)
+            assert not isinstance(refused.value, StorageError)
+            assert named in str(refused.value)
+            assert "PostgreSQL refused the connection" in str(refused.value)
+            _assert_secret_free(refused.value, PASSWORD)
+    for record in caplog.records:
+        assert PASSWORD not in record.getMessage()
+
+
+def test_an_unknown_url_parameter_is_a_config_error_listing_the_known_ones():
+    """A misspelt parameter (here `sslmod`, `pool_size`) is refused before any connection,
+    with turnstore's parameters and libpq's listed."""
+    url = f"postgresql://someone:{PASSWORD}@127.0.0.1:1/test?schema=x&sslmod=disable&pool_size=3"
+    for open_store in (turnstore.open_blocking, turnstore.open):
+        with pytest.raises(turnstore.ConfigError) as refused:
+            open_store(url)
+        message = str(refused.value)
+        assert "unknown PostgreSQL URL parameter 'pool_size', 'sslmod'" in message
+        for known in ("schema", "pool_min_size", "pool_max_size", "pool_timeout"):
+            assert known in message
+        for known in ("sslmode", "application_name", "connect_timeout", "options"):
+            assert re.search(rf"\b{known}\b", message), known
+        _assert_secret_free(refused.value, PASSWORD)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://someone:{PASSWORD}@[::1/test",
+        f"postgresql://someone:{PASSWORD}@127.0.0.1:port/test",
+        f"postgresql://someone:{PASSWORD}@127.0.0.1:99999/test",
+        f"postgresql://someone:{PASSWORD}%zz@127.0.0.1:1/test",
+        f"postgresql://someone@127.0.0.1:1/test?password={PASSWORD}%zz",
+        f"postgresql://someone:{PASSWORD}@127.0.0.1:1/test?schema=a&schema=b",
+        f"postgresql://someone:{PASSWORD}@127.0.0.1:1/test?schema=",
+    ],
+    ids=["ipv6", "port-name", "port-range", "percent", "query-percent", "twice", "blank"],
+)
+def test_a_malformed_url_is_a_config_error_without_the_password(url):
+    """A URL libpq or turnstore cannot parse is a ConfigError, never a bare ValueError or a
+    retryable StorageError, and neither it nor anything chained to it shows the password.
+
+    The port, where well-formed, is one no server listens on: only a refusal before any
+    connection attempt passes."""
+    for read_only in (False, True):
+        for open_store in (turnstore.open_blocking, turnstore.open):
+            with pytest.raises(turnstore.ConfigError) as refused:
+                open_store(url, read_only=read_only)
+            _assert_secret_free(refused.value, PASSWORD)
 
 
 # --- 9. a dropped connection -----------------------------------------------------------------

@@ -3,37 +3,83 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from turnstore.backends.sql.engine import Engine
 from turnstore.errors import ConfigError
 
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+_MISTYPED_URL = re.compile(
+    r"(sqlite|postgresql|postgres|file):(?!//)(.*)", re.IGNORECASE | re.DOTALL
+)
+"""A path that is really a URL missing slashes (`sqlite:/x.db`), not a file to create."""
 
-def open_engine(url: str | os.PathLike[str], *, read_only: bool = False) -> Engine:
-    """Open the engine a URL names; the PostgreSQL driver is imported only when named."""
+
+def open_engine(
+    url: str | os.PathLike[str], *, read_only: bool = False, create_dirs: bool = False
+) -> Engine:
+    """Open the engine a URL names; the PostgreSQL driver is imported only when named.
+
+    A SQLite path starts with `~` for the home folder; its folder must exist unless
+    `create_dirs` (ignored on PostgreSQL) asks to create it.
+    """
     if isinstance(url, os.PathLike):
         url = os.fspath(url)
     if not isinstance(url, str) or not url:
         raise ConfigError("store URL must be a non-empty string or path")
     scheme, separator, rest = url.partition("://")
     if not separator:
-        return _sqlite(Path(url), read_only)
+        mistyped = _MISTYPED_URL.fullmatch(url)
+        if mistyped:
+            raise ConfigError(_mistyped(mistyped[1].lower(), mistyped[2].lstrip("/")))
+        return _sqlite(_local_path(url), read_only, create_dirs)
     if scheme == "sqlite":
         # As SQLAlchemy: three slashes start a relative path, four an absolute one.
-        path = rest[1:] if rest.startswith("/") else rest
-        path = path.split("?", 1)[0]
+        if rest and not rest.startswith("/"):
+            raise ConfigError(
+                f"a sqlite URL has three slashes before a relative path; did you mean "
+                f"sqlite:///{rest}?"
+            )
+        path, _, query = rest[1:].partition("?")
+        if query:
+            raise ConfigError(
+                f"sqlite URLs take no parameters (got ?{query}); pass read_only=True or "
+                "create_dirs=True to open() instead"
+            )
         if not path or path == ":memory:":
             raise ConfigError("a sqlite URL needs a database file path (in-memory is unsupported)")
-        return _sqlite(Path(path), read_only)
-    if scheme in ("postgresql", "postgres"):
+        return _sqlite(_local_path(path), read_only, create_dirs)
+    if scheme in _POSTGRES_SCHEMES:
         return _postgres(url, read_only)
     raise ConfigError(f"unsupported store URL scheme {scheme!r}; expected sqlite or postgresql")
 
 
-def _sqlite(path: Path, read_only: bool) -> Engine:
+def _local_path(text: str) -> Path:
+    """The absolute path a SQLite URL or path names, with `~` expanded."""
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        user = expanded.split("/", 1)[0]
+        raise ConfigError(f"cannot expand {user} in {text}: no such user or home folder")
+    # Absolute once, so a later change of working folder cannot point readers elsewhere.
+    return Path(expanded).absolute()
+
+
+def _mistyped(scheme: str, rest: str) -> str:
+    if scheme == "sqlite":
+        return (
+            f"a sqlite URL starts with sqlite:/// (three slashes); did you mean "
+            f"sqlite:///{rest} ({rest} in the working folder) or sqlite:////{rest} (/{rest})?"
+        )
+    if scheme == "file":
+        return f"file: URLs are not supported; pass the path itself or sqlite:///{rest}"
+    return f"a PostgreSQL URL starts with {scheme}://; did you mean {scheme}://{rest}?"
+
+
+def _sqlite(path: Path, read_only: bool, create_dirs: bool) -> Engine:
     from turnstore.backends.sqlite.engine import SqliteEngine
 
-    return SqliteEngine(path, read_only=read_only)
+    return SqliteEngine(path, read_only=read_only, create_dirs=create_dirs)
 
 
 def _postgres(url: str, read_only: bool) -> Engine:

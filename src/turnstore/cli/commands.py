@@ -25,10 +25,12 @@ EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @contextmanager
-def open_store(path: Path, *, read_only: bool = False) -> Iterator[BlockingStore]:
+def open_store(
+    path: Path, *, read_only: bool = False, create_dirs: bool = False
+) -> Iterator[BlockingStore]:
     """Open the store at `path`, turning any library error into one clean CLI line."""
     try:
-        store = turnstore.open_blocking(path, read_only=read_only)
+        store = turnstore.open_blocking(path, read_only=read_only, create_dirs=create_dirs)
     except TurnstoreError as error:
         raise click.ClickException(f"{path}: {error}") from None
     try:
@@ -73,7 +75,8 @@ def default_demo_path() -> Path:
 @click.option(
     "--path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="SQLite file to write (created if missing). Default: a new file in a temporary folder.",
+    help="SQLite file to write (created, with its folder, if missing). Default: a new file in a"
+    " temporary folder.",
 )
 def demo(path: Path | None) -> None:
     """Run a scripted agent session and show what the store then holds.
@@ -84,7 +87,8 @@ def demo(path: Path | None) -> None:
     of the first turn.
     """
     target = path or default_demo_path()
-    with open_store(target) as store:
+    # The demo writes a new database by design; a folder it names is made for it.
+    with open_store(target, create_dirs=True) as store:
         taken = [i for i in (SESSION_ID, FORK_ID) if store.session_summary(i) is not None]
         if taken:
             raise click.ClickException(

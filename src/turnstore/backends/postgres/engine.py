@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors, sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import Conninfo
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
@@ -50,28 +53,119 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _RETRIES = 5
 """Attempts of a write whose transaction lost a deadlock or serialization race."""
 
+OWN_PARAMETERS = ("schema", "pool_min_size", "pool_max_size", "pool_timeout")
+"""turnstore's own query parameters of a PostgreSQL URL; the others go to libpq."""
 
-@dataclass(frozen=True, slots=True)
+_REFUSED = re.compile(
+    r'role ".*" does not exist|database ".*" does not exist|authentication failed'
+    r"|no pg_hba\.conf entry|pg_hba\.conf rejects|no password supplied"
+    r"|is not permitted to log in|permission denied for database",
+    re.DOTALL,
+)
+"""What the server answers a connection whose URL names a wrong role, password or database.
+
+libpq gives no SQLSTATE for a failed connection, so its (English) message is all there is."""
+
+
+@functools.cache
+def libpq_parameters() -> tuple[str, ...]:
+    """The connection parameters the installed libpq takes in a URL's query, sorted."""
+    # `ssl=true` is libpq's one alias outside its list of keywords.
+    return tuple(sorted({o.keyword.decode() for o in Conninfo.get_defaults()} | {"ssl"}))
+
+
+@functools.cache
+def _secret_parameters() -> frozenset[str]:
+    # libpq marks its secret options with "*" (password, sslpassword, ...).
+    marked = {o.keyword.decode() for o in Conninfo.get_defaults() if o.dispchar == b"*"}
+    return frozenset(marked | {"password", "scram_client_key", "scram_server_key"})
+
+
+def _url_secrets(url: str) -> tuple[str, ...]:
+    """Every spelling of the secrets a URL carries, found without a parser that could fail."""
+    found: list[str] = []
+    netloc = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
+    userinfo, at, _ = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        found.append(userinfo.partition(":")[2])
+    for name, value in re.findall(r"[?&]([^=&#]+)=([^&#]*)", url):
+        if unquote_plus(name) in _secret_parameters():
+            found.append(value)
+    return _spellings(found)
+
+
+def _spellings(secrets: list[str]) -> tuple[str, ...]:
+    spelt = {form for secret in secrets for form in (secret, unquote(secret), unquote_plus(secret))}
+    spelt |= {quote(form, safe="") for form in spelt}
+    # Longest first, so a secret that contains another is replaced whole.
+    return tuple(sorted((form for form in spelt if form), key=len, reverse=True))
+
+
+def _redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class PostgresOptions:
-    """Where and how to connect, parsed from a `postgresql://` URL."""
+    """Where and how to connect, parsed from a `postgresql://` URL; its repr shows no secret."""
 
     conninfo: str
     schema: str = "turnstore"
     pool_min_size: int = 1
     pool_max_size: int = 10
     pool_timeout_s: float = 30.0
+    secrets: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresOptions:
-        """Split turnstore's own query parameters from the libpq connection URL."""
-        parts = urlsplit(url)
-        query = dict(parse_qsl(parts.query))
-        ours = {
-            k: query.pop(k)
-            for k in ("schema", "pool_min_size", "pool_max_size", "pool_timeout")
-            if k in query
-        }
-        conninfo = urlunsplit(parts._replace(query=urlencode(query)))
+        """Split turnstore's own query parameters from the libpq URL, checking both.
+
+        Every problem is a `ConfigError` whose message quotes no secret of the URL.
+        """
+        secrets = _url_secrets(url)
+        problem: str | None = None
+        try:
+            parts = urlsplit(url)
+        except ValueError as error:
+            problem = str(error)
+        # Raised outside the `except` blocks, so no error that could quote the URL is chained.
+        if problem is not None:
+            raise ConfigError(f"malformed PostgreSQL URL: {_redact(problem, secrets)}")
+        if re.search(r"%(?![0-9A-Fa-f]{2})", parts.query):
+            # parse_qsl would keep a stray `%` as is, where libpq refuses it.
+            raise ConfigError("malformed PostgreSQL URL: invalid percent-encoding in the query")
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        names = [name for name, _ in pairs]
+        unknown = sorted(set(names) - {*OWN_PARAMETERS, *libpq_parameters()})
+        if unknown:
+            raise ConfigError(
+                f"unknown PostgreSQL URL parameter {', '.join(map(repr, unknown))}; "
+                f"turnstore's are {', '.join(OWN_PARAMETERS)}, and libpq's are "
+                f"{', '.join(libpq_parameters())}"
+            )
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ConfigError(f"PostgreSQL URL parameter given twice: {', '.join(repeated)}")
+        ours = {name: value for name, value in pairs if name in OWN_PARAMETERS}
+        theirs = [(name, value) for name, value in pairs if name not in OWN_PARAMETERS]
+        conninfo = urlunsplit(parts._replace(query=urlencode(theirs)))
+        params: dict[str, Any] = {}
+        try:
+            params = conninfo_to_dict(conninfo)
+        except psycopg.Error as error:
+            problem = str(error).strip()
+        if problem is not None:
+            raise ConfigError(f"malformed PostgreSQL URL: {_redact(problem, secrets)}")
+        secrets = _spellings(
+            [*secrets, *(str(params[k]) for k in _secret_parameters() if params.get(k))]
+        )
+        for port in str(params.get("port") or "").split(","):
+            if port and not (port.isdecimal() and 0 < int(port) < 65536):
+                raise ConfigError(
+                    f"invalid port {port!r} in the PostgreSQL URL (expected 1 to 65535)"
+                )
         try:
             options = cls(
                 conninfo=conninfo,
@@ -79,11 +173,12 @@ class PostgresOptions:
                 pool_min_size=int(ours.get("pool_min_size", 1)),
                 pool_max_size=int(ours.get("pool_max_size", 10)),
                 pool_timeout_s=float(ours.get("pool_timeout", 30.0)),
+                secrets=secrets,
             )
         except ValueError:
-            raise ConfigError(
-                "pool_min_size, pool_max_size and pool_timeout must be numbers"
-            ) from None
+            problem = "pool_min_size, pool_max_size and pool_timeout must be numbers"
+        if problem is not None:
+            raise ConfigError(problem)
         if not _SCHEMA_NAME.fullmatch(options.schema):
             raise ConfigError("schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)")
         if not 0 <= options.pool_min_size <= options.pool_max_size or options.pool_max_size < 1:
@@ -91,9 +186,15 @@ class PostgresOptions:
         return options
 
     def redact(self, text: str) -> str:
-        """Remove the password, if any, from a message."""
-        password = urlsplit(self.conninfo).password
-        return text.replace(password, "***") if password else text
+        """Replace every secret of the URL (password and the like) in a message by `***`."""
+        return _redact(text, self.secrets)
+
+    def __repr__(self) -> str:
+        return (
+            f"PostgresOptions(url={self.redact(self.conninfo)!r}, schema={self.schema!r}, "
+            f"pool_min_size={self.pool_min_size}, pool_max_size={self.pool_max_size}, "
+            f"pool_timeout_s={self.pool_timeout_s})"
+        )
 
 
 def translated(options: PostgresOptions, call: Callable[[], T]) -> T:
@@ -168,8 +269,18 @@ class PostgresEngine:
             pool.open(wait=options.pool_min_size > 0, timeout=options.pool_timeout_s)
             return pool
 
-        pool = translated(options, connect)
-        return pool
+        try:
+            return translated(options, connect)
+        except StorageError as error:
+            if not _REFUSED.search(error.message):
+                raise
+            # A wrong role, password or database fails every retry alike: not retryable.
+            refused = ConfigError(
+                error.message.replace("PostgreSQL error:", "PostgreSQL refused the connection:", 1)
+                + " (check the user, password and database the URL names)"
+            )
+        # Raised outside the `except` block, so the retryable error is not its context.
+        raise refused
 
     def _prepare_schema(self) -> None:
         translated(self.options, self._migrate)

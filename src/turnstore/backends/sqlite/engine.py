@@ -38,26 +38,34 @@ SQLITE = Dialect(
 class SqliteEngine:
     """One SQLite file: a group-commit writer thread and a pool of readers.
 
-    Read-only, the file is neither created nor migrated, connections are opened `mode=ro`
-    with `query_only`, no writer thread runs, and every write raises `ReadOnlyStore`.
+    Read-only, the file is neither created nor migrated, no writer thread runs, every write
+    raises `ReadOnlyStore`, and reads create no file beside the database (see `ReaderPool`).
     """
 
     def __init__(
-        self, path: Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S, read_only: bool = False
+        self,
+        path: Path,
+        *,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+        read_only: bool = False,
+        create_dirs: bool = False,
     ) -> None:
         self.path = path
         self._readers = ReaderPool(path, busy_timeout_s, read_only=read_only)
         self._writer: GroupCommitWriter | None = None
         if read_only:
-            check_database(path, busy_timeout_s)
+            try:
+                check_database(path, self._readers)
+            except BaseException:
+                self._readers.close()
+                raise
         else:
-            open_database(path, busy_timeout_s)
+            open_database(path, busy_timeout_s, create_dirs=create_dirs)
             self._writer = GroupCommitWriter(lambda: connect(path, busy_timeout_s))
 
     def read(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in a read transaction on a pooled connection."""
-        with self._readers.snapshot() as connection:
-            return work(Tx(connection, SQLITE))
+        return self._readers.read(lambda connection: work(Tx(connection, SQLITE)))
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Queue `work` for the writer's next group commit."""
