@@ -470,34 +470,40 @@ async def test_picker_info_without_meta_or_messages_has_defaults(store):
 # --- tombstones and vacuum ------------------------------------------------------------------
 
 
+async def seed_branches(rt):
+    """Commit a root `a` with the active branch `b` (the leaf) and the side branch `c`→`d`."""
+    nodes = [node("a"), node("b", "a"), node("c", "a"), node("d", "c")]
+    await rt.commit_runtime_state(make_commit(rt.session_id, None, replace(nodes, leaf="b")))
+
+
 async def test_tombstoned_nodes_are_skipped_by_loads(store):
     """Tombstoned nodes are skipped by load_session and load_node before vacuum runs."""
     rt = await runtime(store, "s")
-    await seed_session(rt, "a", "b", "c", "d")
-    await rt.tombstone_nodes(["b", "d"])
+    await seed_branches(rt)
+    await rt.tombstone_nodes(["c", "d"])
 
     read = await rt.load_session(FullGraph())
-    assert [n.node_id for n in read.graph.nodes] == ["a", "c"]
-    assert await rt.load_node("b") is None
+    assert [n.node_id for n in read.graph.nodes] == ["a", "b"]
+    assert await rt.load_node("c") is None
     assert await rt.load_node("d") is None
-    assert await rt.load_node("c") == node("c", "b")
+    assert await rt.load_node("b") == node("b", "a")
 
 
 async def test_vacuum_physically_removes_tombstoned_rows_of_its_session(store, database):
     """vacuum deletes this session's tombstoned rows and reports how many it removed."""
     rt = await runtime(store, "s")
     other = await runtime(store, "other")
-    await seed_session(rt, "a", "b", "c")
-    await seed_session(other, "a", "b", "c")
-    await rt.tombstone_nodes(["a", "c", "not-a-node"])
-    await other.tombstone_nodes(["b"])
-    assert database.count("graph_nodes", "session_id = ?", ("s",)) == 3
+    await seed_branches(rt)
+    await seed_branches(other)
+    await rt.tombstone_nodes(["c", "d", "not-a-node"])
+    await other.tombstone_nodes(["d"])
+    assert database.count("graph_nodes", "session_id = ?", ("s",)) == 4
 
     assert await rt.vacuum() == VacuumReport(removed_node_count=2)
-    assert database.count("graph_nodes", "session_id = ?", ("s",)) == 1
-    assert database.count("graph_nodes", "session_id = ?", ("other",)) == 3
+    assert database.count("graph_nodes", "session_id = ?", ("s",)) == 2
+    assert database.count("graph_nodes", "session_id = ?", ("other",)) == 4
     assert await rt.vacuum() == VacuumReport(removed_node_count=0)
-    assert [n.node_id for n in (await rt.load_session()).graph.nodes] == ["b"]
+    assert [n.node_id for n in (await rt.load_session()).graph.nodes] == ["a", "b"]
     assert await other.vacuum() == VacuumReport(removed_node_count=1)
 
 

@@ -126,12 +126,14 @@ async def test_a_step_that_outlives_close_sees_a_closed_store(store_url):
         store._driver.engine.write(lambda tx: None)
 
 
-def test_an_unusable_path_raises_a_storage_error(tmp_path) -> None:
-    """A database path whose folder cannot be created fails with StorageError, not OSError."""
+def test_an_unusable_path_raises_a_config_error(tmp_path) -> None:
+    """A database path whose folder is a file fails with ConfigError, not OSError."""
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    with pytest.raises(turnstore.StorageError, match="cannot create the database file"):
+    with pytest.raises(turnstore.ConfigError, match="is not a folder"):
         turnstore.open_blocking(blocker / "store.sqlite3")
+    with pytest.raises(turnstore.ConfigError, match="cannot create the folder"):
+        turnstore.open_blocking(blocker / "sub" / "store.sqlite3", create_dirs=True)
 
 
 def test_a_read_only_store_reads_and_refuses_writes(tmp_path) -> None:

@@ -102,7 +102,7 @@ def store_view(store: BlockingStore, session_id: str) -> StoreView:
     """The catalog, plus one session's recent turns, transcript and execution journal."""
     summary = store.session_summary(session_id)
     if summary is None:
-        raise SessionNotFound(f"session {session_id} does not exist")
+        raise SessionNotFound(f"session {session_id} does not exist", session_id=session_id)
     journal = store.execution_page(session_id, ExecutionPageRequest(limit=20))
     return StoreView(
         catalog=catalog(store, None, 20),

@@ -30,6 +30,7 @@ from turnstore.records.protocol import (
     TurnCompleteEvent,
     TurnStartedEvent,
 )
+from turnstore.rules.validation import optional_identifier
 from turnstore.rules.values import revalidated
 
 STREAM_DELTA_KINDS = ("agent_message_content_delta", "agent_reasoning_content_delta")
@@ -99,6 +100,8 @@ def prepare_event(event: TimestampedEvent) -> PreparedEvent:
     checked, _ = revalidated(event)
     msg = checked.event.msg
     index = event_index(msg)
+    # The journal indexes events by model step, so that id is a key, not content.
+    optional_identifier(index.model_step_id, "event model step ID")
     return PreparedEvent(
         recorded_at_ms=checked.recorded_at_ms,
         event_json=checked.event.to_json(),

@@ -15,7 +15,7 @@ from turnstore.records.checkpoint import (
     SessionPageRequest,
     TranscriptPageRequest,
 )
-from turnstore.rules.validation import validate_session_id
+from turnstore.rules.validation import identifier, validate_session_id
 from turnstore.rules.values import integer, require
 
 T = TypeVar("T")
@@ -95,10 +95,9 @@ def catalog_query(request: object) -> CatalogQuery:
         )
         if not isinstance(cursor.session_id, str):
             raise InvalidInput("session cursor is invalid")
-        after = (updated_at, sequence, cursor.session_id)
-    if checked.owner_id is not None:
-        require(checked.owner_id, str, "owner_id")
-    return CatalogQuery(checked.owner_id, after, limit)
+        after = (updated_at, sequence, identifier(cursor.session_id, "session cursor session_id"))
+    owner = None if checked.owner_id is None else identifier(checked.owner_id, "owner_id")
+    return CatalogQuery(owner, after, limit)
 
 
 def recent_limit(limit: object) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from turnstore.errors import InvalidInput
 from turnstore.records.runtime import QueuedWorkBatch, QueuedWorkBatchDraft, QueuedWorkClaim
+from turnstore.rules.validation import identifier, identifiers, optional_identifier
 from turnstore.rules.values import checked, integer, is_blank, nonblank, nonblank_list
 
 MAX_LEASE_MS = 365 * 24 * 3600 * 1000
@@ -40,7 +41,7 @@ def prepare_claim(
     exact_ids: list[str] | None = None,
 ) -> PreparedClaim:
     """Validate a claim of the next ready group (only `exact_ids`, when given)."""
-    owner = nonblank(owner_id, "queued work owner cannot be empty")
+    owner = identifier(nonblank(owner_id, "queued work owner cannot be empty"), "queued work owner")
     if boundary not in ("turn", "steer"):
         raise InvalidInput("queued work boundary must be `turn` or `steer`")
     ttl = check_lease(lease_ttl_ms)
@@ -53,6 +54,7 @@ def prepare_claim_of(
 ) -> PreparedClaim | None:
     """Validate a claim of exactly `batch_ids`; None when there is nothing to claim."""
     ids = nonblank_list(batch_ids, "batch_ids")
+    identifiers(ids, "queued work batch ID")
     if not ids:
         return None
     return prepare_claim(owner_id, boundary, lease_ttl_ms, len(ids), ids)
@@ -63,12 +65,17 @@ def prepare_enqueue(draft: object) -> QueuedWorkBatchDraft:
     batch, _ = checked(draft, QueuedWorkBatchDraft, "batch")
     if batch.batch_id is not None and is_blank(batch.batch_id):
         raise InvalidInput("queued work batch ID cannot be empty")
+    optional_identifier(batch.batch_id, "queued work batch ID")
     return batch
 
 
 def checked_claim(claim: object) -> QueuedWorkClaim:
     """Return a type-checked copy of a claim a caller hands back."""
-    return checked(claim, QueuedWorkClaim, "claim")[0]
+    found = checked(claim, QueuedWorkClaim, "claim")[0]
+    identifier(found.claim_id, "queued work claim ID")
+    identifier(found.owner_id, "queued work owner")
+    identifiers((batch.batch_id for batch in found.batches), "queued work batch ID")
+    return found
 
 
 def is_held(batch: QueuedWorkBatch, now_ms: int) -> bool:

@@ -18,10 +18,17 @@ from turnstore.records.runtime import (
     SessionCheckpoint,
     SessionNodeRecord,
     blob_ref,
+    delta_leaf,
     turn_commit_hash,
 )
 from turnstore.rules.messages import user_text
-from turnstore.rules.validation import validate_session_id
+from turnstore.rules.validation import (
+    display_text,
+    identifier,
+    identifiers,
+    optional_identifier,
+    validate_session_id,
+)
 from turnstore.rules.values import checked, encode, is_blank
 
 DURABILITY_TIER: DurabilityTier = "inline"
@@ -39,13 +46,20 @@ def check_binding(bound_session_id: str, attempted_session_id: str) -> None:
         )
 
 
-def ensure_supported_schema_version(record_kind: str, actual: int) -> None:
-    """Refuse a stored record whose `schema_version` this build does not read."""
+def ensure_supported_schema_version(
+    record_kind: str, actual: int, session_id: str | None = None
+) -> None:
+    """Refuse a stored record whose `schema_version` this build does not read.
+
+    Every read of a stored head or manifest calls this as soon as the record is read, before
+    anything else uses it (a commit would otherwise rewrite a newer head at this version).
+    """
     expected = RUNTIME_RECORD_SCHEMA_VERSION
     if actual != expected:
         raise UnsupportedRecordSchemaVersion(
             f"{record_kind} schema_version {actual} is not supported by this binary "
             f"(expected {expected})",
+            session_id=session_id,
             record_kind=record_kind,
             actual=actual,
             expected=expected,
@@ -80,6 +94,8 @@ class PreparedCommit:
     manifest_blob: Blob
     node_rows: list[NodeRow]
     user_messages: list[str]
+    stored_parents: list[tuple[str, str]]
+    """(node, parent) of an append whose parent is not in the commit: it must be stored, live."""
 
 
 def _blob(data: bytes) -> Blob:
@@ -117,14 +133,54 @@ def _nodes(commit: RuntimeCommit) -> list[SessionNodeRecord]:
     return graph.nodes if isinstance(graph, GraphAppend) else []
 
 
-def _check_nodes(nodes: Iterable[SessionNodeRecord]) -> None:
+def _check_nodes(nodes: Iterable[SessionNodeRecord], replaces: bool) -> list[tuple[str, str]]:
+    """Check a delta's nodes; return (node, parent) of those whose parent must be stored.
+
+    A node's parent comes before it: earlier in the commit or, for an append, already stored
+    and live. So no node is cut off from its root, and positions order every path root first.
+    """
     seen: set[str] = set()
+    outside: list[tuple[str, str]] = []
     for node in nodes:
         if is_blank(node.node_id):
             raise InvalidInput("graph node ID cannot be empty")
+        identifier(node.node_id, "graph node ID")
         if node.node_id in seen:
             raise InvalidInput(f"graph node `{node.node_id}` appears twice in one commit")
+        parent = optional_identifier(node.parent_node_id, "graph node parent ID")
+        if parent is not None and parent not in seen:
+            if replaces:
+                raise InvalidInput(
+                    f"graph node `{node.node_id}` names parent `{parent}`, which is not an "
+                    "earlier node of the new graph"
+                )
+            outside.append((node.node_id, parent))
         seen.add(node.node_id)
+    return outside
+
+
+def _check_ids(commit: RuntimeCommit) -> None:
+    """Refuse NUL (or non-UTF-8 text) in the identifiers a commit carries besides its nodes."""
+    identifier(commit.current_agent_frame_id, "current agent frame ID")
+    for frame in commit.agent_frames:
+        identifier(frame.frame_id, "agent frame ID")
+        optional_identifier(frame.parent_frame_id, "agent frame parent ID")
+    optional_identifier(delta_leaf(commit.graph), "graph leaf ID")
+    checkpoint = commit.checkpoint
+    refs = (
+        checkpoint.tool_state_ref,
+        checkpoint.plugin_snapshot_ref,
+        checkpoint.execution_state_ref,
+    )
+    identifiers((ref for ref in refs if ref is not None), "checkpoint blob ref")
+    identifiers(
+        (entry.turn_id for entry in commit.usage_deltas if entry.turn_id is not None),
+        "token ledger turn ID",
+    )
+    for completion in commit.completed_queue_claims:
+        identifier(completion.claim_id, "queued work claim ID")
+        identifiers(completion.batch_ids, "queued work batch ID")
+    identifiers(commit.committed_attachment_ids, "attachment ID")
 
 
 def _checked_stamp(bound_session_id: str, commit: RuntimeCommit) -> str | None:
@@ -134,6 +190,7 @@ def _checked_stamp(bound_session_id: str, commit: RuntimeCommit) -> str | None:
     check_binding(bound_session_id, stamp.session_id)
     if is_blank(stamp.turn_id):
         raise InvalidInput("turn commit turn ID cannot be empty")
+    identifier(stamp.turn_id, "turn commit turn ID")
     commit_hash = turn_commit_hash(commit)
     if stamp.turn_commit_hash != commit_hash:
         raise InvalidInput("turn commit hash does not match the commit's content")
@@ -146,10 +203,18 @@ def prepare_commit(bound_session_id: str, commit: object) -> PreparedCommit:
     check_binding(bound_session_id, validate_session_id(given.session_id))
     commit_hash = _checked_stamp(bound_session_id, given)
     nodes = _nodes(given)
-    _check_nodes(nodes)
+    outside = _check_nodes(nodes, isinstance(given.graph, GraphReplaceFull))
+    _check_ids(given)
     blobs, manifest = _checkpoint_blobs(given.checkpoint)
     rows = [NodeRow(node.node_id, node.parent_node_id, node.to_json().decode()) for node in nodes]
     texts = [text for text in (user_text(node.payload) for node in nodes) if text is not None]
     return PreparedCommit(
-        given, commit_hash, blobs, manifest, _blob(manifest.to_json()), rows, texts
+        given,
+        commit_hash,
+        blobs,
+        manifest,
+        _blob(manifest.to_json()),
+        rows,
+        [display_text(text) for text in texts],
+        outside,
     )

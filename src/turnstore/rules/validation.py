@@ -1,4 +1,4 @@
-"""Validation of session ids, checkpoints and execution records."""
+"""Validation of identifiers (session ids and the rest), checkpoints and execution records."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from turnstore.records.checkpoint import (
     MAX_QUEUED_MESSAGES,
     Checkpoint,
     ExecutionRecord,
+    SteerBoundary,
 )
 from turnstore.rules.messages import validate_queued_message
 from turnstore.rules.values import is_blank, too_long
@@ -19,10 +20,59 @@ MAX_SESSION_ID_BYTES = 1024
 """Longest session id, in UTF-8 bytes."""
 
 
+NUL = "\x00"
+"""The one character no identifier may hold: PostgreSQL text cannot store it, and SQLite's
+JSON functions cut a string at it."""
+REPLACEMENT_CHARACTER = "\ufffd"
+"""What a NUL of display text (a catalog or picker line) becomes."""
+
+
+def identifier(value: object, what: str) -> str:
+    """Return `value` if it is a string a database can key rows by, else raise `InvalidInput`.
+
+    An identifier is UTF-8 text without NUL; blank and length rules are the caller's, since
+    they differ from one identifier to another.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string")
+    if NUL in value:
+        raise InvalidInput(f"{what} cannot contain NUL")
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise InvalidInput(f"{what} is not UTF-8 text") from None
+    # A str subclass could compare or hash unlike the text a database holds.
+    return value if type(value) is str else str.__str__(value)
+
+
+def optional_identifier(value: object, what: str) -> str | None:
+    """Return None, or `value` if it is an identifier (see `identifier`)."""
+    return None if value is None else identifier(value, what)
+
+
+def identifiers(values: Iterable[object], what: str) -> None:
+    """Refuse, as `identifier` does, the first of `values` that is not an identifier."""
+    for value in values:
+        identifier(value, what)
+
+
+def display_text(text: str) -> str:
+    """A catalog or picker line as stored: the text with each NUL replaced by U+FFFD.
+
+    The line is shown, not keyed by, and PostgreSQL text cannot hold NUL; the record it was
+    taken from (a checkpoint, transcript items, graph nodes) keeps the exact text.
+    """
+    return text.replace(NUL, REPLACEMENT_CHARACTER)
+
+
 def validate_session_id(session_id: object) -> str:
     """Return `session_id` if it is a usable session id, else raise `InvalidInput`."""
-    if not isinstance(session_id, str) or is_blank(session_id):
+    if not isinstance(session_id, str):
+        raise InvalidInput("session ID must be a string")
+    if is_blank(session_id):
         raise InvalidInput("session ID cannot be empty")
+    session_id = identifier(session_id, "session ID")
     if too_long(session_id, MAX_SESSION_ID_BYTES):
         raise InvalidInput("session ID is too long")
     return session_id
@@ -38,7 +88,42 @@ def validate_session_ids(session_ids: object) -> list[str]:
 
 
 def validate_checkpoint(checkpoint: Checkpoint) -> None:
-    """Raise `InvalidInput` when a checkpoint breaks a rule of the contract."""
+    """Raise `InvalidInput` when a caller's checkpoint breaks a rule of the contract."""
+    validate_stored_checkpoint(checkpoint)
+    _check_checkpoint_ids(checkpoint)
+
+
+def _check_checkpoint_ids(checkpoint: Checkpoint) -> None:
+    """Refuse NUL (or non-UTF-8 text) in the identifiers a checkpoint carries."""
+    context = checkpoint.session_context
+    optional_identifier(context.owner_id, "session owner ID")
+    optional_identifier(context.workspace_id, "session workspace ID")
+    active = checkpoint.active_execution
+    if active is not None:
+        identifiers((active.submission_id, active.turn_id), "active execution identifier")
+    step = checkpoint.active_model_step
+    if step is not None:
+        identifier(step.model_step_id, "active model-step identifier")
+    approval = checkpoint.pending_approval
+    if approval is not None:
+        ids = (approval.submission_id, approval.turn_id, approval.request_id)
+        identifiers(ids, "pending approval identifier")
+        identifiers(approval.approval_call_ids, "pending approval call ID")
+        identifiers(approval.authorized_call_ids, "pending approval call ID")
+        identifiers((call.call_id for call in approval.calls), "pending approval call ID")
+    identifiers((call.call_id for call in checkpoint.pending_tools), "pending tool call ID")
+    for message in checkpoint.pending_messages:
+        identifiers((message.owner, message.id), "queued message identifier")
+        if isinstance(message.boundary, SteerBoundary):
+            identifier(message.boundary.turn_id, "queued message turn ID")
+
+
+def validate_stored_checkpoint(checkpoint: Checkpoint) -> None:
+    """Raise `InvalidInput` when a checkpoint, as stored, breaks a rule of the contract.
+
+    The rules of `validate_checkpoint` but the identifier rule, which a checkpoint stored
+    before that rule existed may break and still load.
+    """
     if checkpoint.version != CHECKPOINT_VERSION:
         raise InvalidInput(f"unsupported checkpoint version {checkpoint.version}")
     validate_session_id(checkpoint.session_id)
@@ -90,6 +175,7 @@ def validate_execution(checkpoint: Checkpoint, execution: ExecutionRecord) -> No
     if execution.session_id != checkpoint.session_id:
         raise InvalidInput("execution record does not match its checkpoint")
     validate_execution_record(execution)
+    identifiers((execution.submission_id, execution.turn_id), "execution record identifier")
 
 
 def validate_execution_record(execution: ExecutionRecord) -> None:

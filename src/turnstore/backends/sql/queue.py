@@ -20,6 +20,7 @@ from turnstore.records.runtime import (
     QueuedWorkClaimBoundary,
 )
 from turnstore.rules.queue import PreparedClaim, is_held, next_ready_group
+from turnstore.rules.validation import identifier
 
 
 class BatchRow(NamedTuple):
@@ -170,6 +171,7 @@ def abandon(tx: Tx, claim: QueuedWorkClaim) -> None:
 
 def cancel(tx: Tx, session_id: str, batch_id: str) -> QueuedWorkBatch | None:
     """Remove an unclaimed batch; None when it is missing or a live claim holds it."""
+    identifier(batch_id, "queued work batch ID")
     if not sessions.lock(tx, session_id):
         return None
     now = now_ms(tx)

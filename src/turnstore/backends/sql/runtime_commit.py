@@ -15,7 +15,7 @@ from turnstore.records.runtime import (
     RuntimeCommitResult,
     delta_leaf,
 )
-from turnstore.rules.runtime import PreparedCommit
+from turnstore.rules.runtime import PreparedCommit, ensure_supported_schema_version
 
 
 def _rust_option(value: int | None) -> str:
@@ -83,7 +83,10 @@ def _earlier_turn(tx: Tx, prepared: PreparedCommit) -> RuntimeCommitResult | Non
             session_id=session_id,
             turn_id=stamp.turn_id,
         )
-    return decode_stored(earlier.result_json, RuntimeCommitResult, "turn commit", session_id)
+    result = decode_stored(earlier.result_json, RuntimeCommitResult, "turn commit", session_id)
+    version = result.manifest.schema_version
+    ensure_supported_schema_version("session checkpoint", version, session_id)
+    return result
 
 
 def _checked_revision(commit: RuntimeCommit, current: HeadRow | None) -> int:
@@ -116,6 +119,12 @@ def _apply_graph(
     if isinstance(graph, GraphReplaceFull):
         tx.run(sql.delete_nodes, (session_id,))
         first, count = None, 0
+    for node_id, parent in prepared.stored_parents:
+        if tx.value(sql.live_node_exists, (session_id, parent)) is None:
+            raise InvalidInput(
+                f"graph node `{node_id}` names parent `{parent}`, which is not a live node of"
+                " the session or an earlier node of this commit"
+            )
     if isinstance(graph, GraphAppend | GraphReplaceFull):
         position = int(tx.value(sql.last_node_position, (session_id,)) or 0)
         for node in prepared.node_rows:

@@ -23,23 +23,33 @@ from turnstore.records.runtime import (
     TokenLedgerEntry,
 )
 from turnstore.rules.runtime import ensure_supported_schema_version
+from turnstore.rules.validation import identifier, optional_identifier
 
 
 def head(tx: Tx, session_id: str) -> HeadRow | None:
-    """A session's runtime head, or None before its first commit."""
-    return tx.row(tx.sql(RuntimeSql).head, (session_id,))
+    """A session's runtime head, or None before its first commit.
+
+    A head stored at a `schema_version` this build does not read raises
+    `UnsupportedRecordSchemaVersion` here, before any caller uses (or rewrites) it.
+    """
+    found = tx.row(tx.sql(RuntimeSql).head, (session_id,))
+    if found is not None:
+        ensure_supported_schema_version("session head", int(found.schema_version), session_id)
+    return found
 
 
 def load_session(tx: Tx, session_id: str, scope: SessionReadScope) -> PersistedSessionRead | None:
     """Read the head, the graph (or one path of it), the hydrated checkpoint and the ledger."""
     sql = tx.sql(RuntimeSql)
+    asked = None
+    if isinstance(scope, ActivePath):
+        asked = optional_identifier(scope.leaf_node_id, "active path leaf ID")
     found = head(tx, session_id)
     if found is None:
         return None
-    ensure_supported_schema_version("session head", int(found.schema_version))
     leaf = found.leaf_node_id
     if isinstance(scope, ActivePath):
-        start = scope.leaf_node_id if scope.leaf_node_id is not None else leaf
+        start = asked if asked is not None else leaf
         nodes = [] if start is None else tx.values(sql.path_nodes, (session_id, start, session_id))
     else:
         nodes = tx.values(sql.live_nodes, (session_id,))
@@ -71,7 +81,7 @@ def _hydrate(tx: Tx, ref: str, session_id: str) -> HydratedSessionCheckpoint | N
     if data is None:
         return None
     manifest = decode_stored(data, SessionCheckpoint, "checkpoint manifest", session_id)
-    ensure_supported_schema_version("session checkpoint", manifest.schema_version)
+    ensure_supported_schema_version("session checkpoint", manifest.schema_version, session_id)
     tool_state = blob_bytes(tx, manifest.tool_state_ref, session_id)
     plugin = blob_bytes(tx, manifest.plugin_snapshot_ref, session_id)
     return HydratedSessionCheckpoint(
@@ -92,6 +102,7 @@ def _any(data: bytes, what: str, session_id: str) -> Any:
 
 def load_node(tx: Tx, session_id: str, node_id: str) -> SessionNodeRecord | None:
     """One live node of a session's graph."""
+    node_id = identifier(node_id, "graph node ID")
     record = tx.value(tx.sql(RuntimeSql).live_node, (session_id, node_id))
     return (
         None

@@ -4,22 +4,53 @@ from __future__ import annotations
 
 from turnstore.backends.sql import sessions
 from turnstore.backends.sql.engine import Tx
+from turnstore.backends.sql.runtime_reads import head
 from turnstore.backends.sql.runtime_tables import RuntimeSql
+from turnstore.errors import InvalidInput
 from turnstore.records.base import decode_stored
-from turnstore.records.runtime import GcReport, SessionCheckpoint, SessionMeta, VacuumReport
+from turnstore.records.runtime import (
+    RUNTIME_RECORD_SCHEMA_VERSION,
+    GcReport,
+    SessionCheckpoint,
+    SessionMeta,
+    VacuumReport,
+    relation_parent,
+)
+from turnstore.rules.runtime import ensure_supported_schema_version
+from turnstore.rules.validation import identifiers, optional_identifier
 
 
 def save_meta(tx: Tx, meta: SessionMeta) -> None:
     """Replace the session's metadata."""
+    optional_identifier(relation_parent(meta.relation), "parent session ID")
     sessions.ensure(tx, meta.session_id)
     tx.run(tx.sql(RuntimeSql).upsert_meta, (meta.session_id, meta.to_json().decode()))
 
 
 def tombstone(tx: Tx, session_id: str, node_ids: list[str]) -> None:
-    """Mark nodes dead: loads skip them, and `vacuum` removes them."""
-    sessions.lock(tx, session_id)
-    ids = tx.dialect.id_list(sorted(set(node_ids)))
-    tx.run(tx.sql(RuntimeSql).tombstone, (True, session_id, ids))
+    """Mark nodes dead: loads skip them, and `vacuum` removes them.
+
+    Refused when that would leave the head's leaf dead or a live node without its parent.
+    """
+    wanted = sorted(set(node_ids))
+    identifiers(wanted, "graph node ID")
+    if not sessions.lock(tx, session_id):
+        return
+    sql = tx.sql(RuntimeSql)
+    found = head(tx, session_id)
+    if found is not None and found.leaf_node_id in wanted:
+        raise InvalidInput(
+            f"graph node `{found.leaf_node_id}` is the session's leaf and cannot be tombstoned;"
+            " commit another leaf first"
+        )
+    ids = tx.dialect.id_list(wanted)
+    child = tx.row(sql.live_child_outside, (session_id, ids, ids))
+    if child is not None:
+        raise InvalidInput(
+            f"graph node `{child.parent_node_id}` has the live child `{child.node_id}`;"
+            " tombstone a node only with all of its descendants"
+        )
+    tx.run(sql.tombstone, (True, session_id, ids))
 
 
 def vacuum(tx: Tx, session_id: str) -> VacuumReport:
@@ -34,12 +65,18 @@ def gc_unreachable(tx: Tx) -> GcReport:
     sql = tx.sql(RuntimeSql)
     if tx.dialect.blob_write_lock:
         tx.value(tx.dialect.blob_write_lock)
+    # A head or manifest of another schema version may reach blobs this build cannot see:
+    # collecting around it could delete them, so nothing is collected.
+    other = tx.row(sql.other_version_head, (RUNTIME_RECORD_SCHEMA_VERSION,))
+    if other is not None:
+        ensure_supported_schema_version("session head", other.schema_version, other.session_id)
     roots = tx.values(sql.head_refs)
     retained = set(roots)
     for root in roots:
         data = tx.value(sql.blob, (root,))
         if data is not None:
             manifest = decode_stored(bytes(data), SessionCheckpoint, "checkpoint manifest")
+            ensure_supported_schema_version("session checkpoint", manifest.schema_version)
             retained.update(manifest.blob_refs())
     stored = set(tx.values(sql.all_blob_refs))
     doomed = sorted(stored - retained)
