@@ -1,87 +1,311 @@
-"""A file-backed attachment store that follows the write-ahead manifest, and its orphan sweep.
+"""A file-backed attachment store that follows the write-ahead manifest, and its sweeps.
 
-Order of a write: record the intent, write the bytes (fsynced, then renamed into place), and
-commit the attachment id inside the turn's runtime commit. A crash anywhere leaves either no
-file, or a file whose intent is uncommitted; `sweep` deletes those files once their intent is
-older than the caller's threshold, and never touches a committed attachment.
+Order of a write: record the intent, write the bytes to a temporary file and fsync it, rename
+it into place and fsync its folder; only then is the id committed (in the turn's runtime
+commit or by `commit_refs`). A folder the store creates is made durable (its parent fsynced)
+before any payload lands in it. A crash anywhere leaves no file, a temporary file, or a file
+whose intent is uncommitted; the sweeps delete those once older than the caller's threshold,
+and never a file that a manifest entry still names.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
+import secrets
+import stat
 import time
+from contextlib import suppress
 from pathlib import Path
 
-from turnstore.errors import InvalidInput
-from turnstore.faces.blocking import BlockingRuntimeStore
+from turnstore.errors import InvalidInput, StorageError, TurnstoreError
+from turnstore.faces.blocking import BlockingRuntimeStore, BlockingStore
 from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
+from turnstore.rules.values import is_blank
+
+FILE_MODE = 0o600
+"""Mode of every payload file, whatever the umask: like the database, readable by its owner."""
+FOLDER_MODE = 0o700
+"""Mode of every folder the store creates, whatever the umask."""
+TEMPORARY_PREFIX = ".partial-"
+"""Names of payloads being written start with this; no placed name starts with a dot."""
+
+_KEPT = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_.")
+_LONGEST_NAME = 200
+"""Longest placed name, in bytes; a longer one is replaced by its hash (file names stop at 255)."""
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def file_name(value: object, what: str) -> str:
+    """The file or folder name an id is placed under: one name per id, never two ids per name.
+
+    Lowercase ASCII letters, digits, `-`, `_` and `.` are kept; every other byte of the UTF-8
+    text, a leading dot, and capitals (so case-insensitive file systems keep ids apart) become
+    `%XX`. A name longer than 200 bytes becomes `~` and the SHA-256 of the id. So a name never
+    starts with a dot, is never `.` or `..`, and holds no `/`.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if is_blank(value):
+        raise InvalidInput(f"{what} cannot be empty")
+    try:
+        raw = value.encode()
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not UTF-8 text") from None
+    name = "".join(
+        chr(byte) if byte in _KEPT and (index or byte != ord(".")) else f"%{byte:02X}"
+        for index, byte in enumerate(raw)
+    )
+    if len(name) > _LONGEST_NAME:
+        name = "~" + hashlib.sha256(raw).hexdigest()
+    return name
+
+
+def _payload(data: object) -> memoryview:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise InvalidInput(
+            f"data must be bytes, bytearray or memoryview, not {type(data).__name__}"
+        )
+    view = memoryview(data)
+    if not view.c_contiguous:
+        raise InvalidInput("data must be a contiguous buffer")
+    return view.cast("B")
+
+
+def _failed(attachment_id: str, doing: str, error: OSError) -> StorageError:
+    return StorageError(f"attachment `{attachment_id}`: could not {doing}: {error}")
+
+
+def _fsync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 class FileAttachmentStore:
-    """Attachment payloads as files under one root folder, one folder per session."""
+    """Attachment payloads as files under one root folder, one folder per session.
+
+    Blocking: it works with the handles of `open_blocking`.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
+        # Folders known to be durable: created here, or their parent fsynced once by this
+        # instance (a folder found on disk may come from a writer that crashed before that).
+        self._durable: set[Path] = set()
 
     def path_for(self, session_id: str, attachment_id: str) -> Path:
-        """Where an attachment's bytes live: `root/<session_id>/<attachment_id>`.
+        """Where an attachment's bytes live: `root/<session name>/<attachment name>`.
 
-        Both ids must be plain file names, so no id can reach another session's folder or
-        leave the root.
+        Each id becomes one plain file name (see `file_name`), so no id can reach another
+        session's folder, leave the root, or collide with a temporary file.
         """
-        for value in (session_id, attachment_id):
-            if value in ("", ".", "..") or any(mark in value for mark in ("/", "\\", "\x00")):
-                raise InvalidInput("attachment and session ids must be plain file names")
-        return self.root / session_id / attachment_id
-
-    def put(self, runtime: BlockingRuntimeStore, attachment_id: str, data: bytes) -> Path:
-        """Record the intent, then write the bytes durably; commit the id with the turn."""
-        path = self.path_for(runtime.session_id, attachment_id)
-        runtime.record_intent(
-            AttachmentIntent(
-                attachment_id=attachment_id,
-                session_id=runtime.session_id,
-                canonical_uri=str(path),
-                intent_at_epoch_ms=_now_ms(),
-            )
+        return (
+            self.root
+            / file_name(session_id, "session ID")
+            / file_name(attachment_id, "attachment ID")
         )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        with open(partial, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(partial, path)
-        # The rename is durable only once the folder's entry is on disk too.
-        folder = os.open(path.parent, os.O_RDONLY)
+
+    def put(
+        self,
+        runtime: BlockingRuntimeStore,
+        attachment_id: str,
+        data: bytes | bytearray | memoryview,
+    ) -> Path:
+        """Record the intent, then write the bytes durably; commit the id with the turn.
+
+        When this returns, the file and every folder above it up to the root survive a power
+        cut. Bad arguments raise `InvalidInput` before anything is written; a failing file
+        system raises `StorageError`, after forgetting the intent it recorded (if that fails
+        too, the intent is an ordinary orphan the sweep reclaims).
+        """
+        if not isinstance(runtime, BlockingRuntimeStore):
+            raise InvalidInput("runtime must be a blocking runtime handle (open_blocking)")
+        payload = _payload(data)
+        path = self.path_for(runtime.session_id, attachment_id)
         try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
+            self._ensure_folder(path.parent)
+        except OSError as error:
+            raise _failed(attachment_id, "create its folder", error) from error
+        intent = AttachmentIntent(
+            attachment_id=attachment_id,
+            session_id=runtime.session_id,
+            canonical_uri=str(path),
+            intent_at_epoch_ms=_now_ms(),
+        )
+        runtime.record_intent(intent)
+        temporary = path.with_name(f"{TEMPORARY_PREFIX}{secrets.token_hex(16)}")
+        try:
+            self._write(temporary, payload)
+            os.replace(temporary, path)
+            # The rename is durable only once the folder's entry is on disk too.
+            _fsync_folder(path.parent)
+        except BaseException as error:
+            with suppress(OSError):
+                os.unlink(temporary)
+            if not isinstance(error, OSError):
+                raise  # the intent stays an orphan for the sweep
+            with suppress(TurnstoreError, OSError):
+                self._reclaim(runtime, intent)
+            raise _failed(attachment_id, "write its payload", error) from error
         return path
 
     def sweep(self, runtime: BlockingRuntimeStore, older_than_ms: int) -> list[str]:
-        """Delete payloads of intents older than `older_than_ms` that no commit referenced.
+        """Reclaim this session's intents older than `older_than_ms` that no commit referenced.
 
-        Returns the attachment ids reclaimed. Only files under the root are deleted.
+        Each is forgotten, and its file deleted when the store placed it (the path `put`
+        records) and no other entry names it; a temporary file in the session's folder older
+        than the threshold is deleted too. Returns the attachment ids forgotten.
         """
-        reclaimed = []
-        for entry in runtime.list_uncommitted(older_than_ms):
-            # Forget first, and only while still uncommitted: a commit that lands between the
-            # listing and here keeps its row and its file. A crash after the forget leaves at
-            # worst an unreferenced file, never a committed attachment without its bytes.
-            if runtime.forget(entry.attachment_id):
-                self._delete_payload(entry)
-                reclaimed.append(entry.attachment_id)
+        if not isinstance(runtime, BlockingRuntimeStore):
+            raise InvalidInput("runtime must be a blocking runtime handle (open_blocking)")
+        reclaimed = [
+            entry.attachment_id
+            for entry in runtime.list_uncommitted(older_than_ms)
+            if self._reclaim(runtime, entry)
+        ]
+        self._sweep_temporaries(
+            self.root / file_name(runtime.session_id, "session ID"), older_than_ms
+        )
         return reclaimed
 
-    def _delete_payload(self, entry: AttachmentManifestEntry) -> None:
-        path = Path(entry.canonical_uri).resolve()
-        if not path.is_relative_to(self.root):
+    def sweep_all(self, store: BlockingStore, older_than_ms: int) -> list[str]:
+        """Reclaim every session's orphans, deleted sessions' included; returns the ids forgotten.
+
+        `delete_sessions` leaves a deleted session's entries uncommitted and older than any
+        threshold, so this reclaims their files without the caller remembering the ids. It
+        also deletes every temporary file older than the threshold, and removes session
+        folders left empty.
+        """
+        if not isinstance(store, BlockingStore):
+            raise InvalidInput("store must be a blocking store (open_blocking)")
+        reclaimed = []
+        handles: dict[str, BlockingRuntimeStore] = {}
+        for entry in store.list_uncommitted_attachments(older_than_ms):
+            runtime = handles.get(entry.session_id)
+            if runtime is None:
+                runtime = handles[entry.session_id] = store.runtime(entry.session_id)
+            if self._reclaim(runtime, entry):
+                reclaimed.append(entry.attachment_id)
+        try:
+            folders = [item.path for item in os.scandir(self.root) if _is_session_folder(item)]
+        except FileNotFoundError:
+            folders = []
+        except OSError as error:
+            raise StorageError(f"could not list the attachment root: {error}") from error
+        for folder in folders:
+            self._sweep_temporaries(Path(folder), older_than_ms)
+            # Only an empty folder goes; a `put` that finds its folder gone makes it again.
+            with suppress(OSError):
+                os.rmdir(folder)
+        return reclaimed
+
+    # --- the steps ----------------------------------------------------------------------------
+
+    def _ensure_folder(self, folder: Path) -> None:
+        """Make `folder` and the root exist, as durable folders of mode 0700."""
+        if folder in self._durable:
             return
-        for candidate in (path, path.with_name(path.name + ".partial")):
-            candidate.unlink(missing_ok=True)
+        missing = []
+        current = folder
+        while True:
+            try:
+                mode = os.stat(current).st_mode
+            except FileNotFoundError:
+                missing.append(current)
+                current = current.parent
+                continue
+            if not stat.S_ISDIR(mode):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(current))
+            break
+        for created in reversed(missing):
+            try:
+                os.mkdir(created, FOLDER_MODE)
+            except FileExistsError:
+                pass  # made by a concurrent writer; its entry is fsynced below all the same
+            else:
+                os.chmod(created, FOLDER_MODE)  # the umask may have taken bits away
+            _fsync_folder(created.parent)
+            self._durable.add(created)
+        for found in (self.root, folder):
+            if found not in self._durable:
+                _fsync_folder(found.parent)
+                self._durable.add(found)
+
+    def _write(self, temporary: Path, payload: memoryview) -> None:
+        """Write the payload to a new temporary file, mode 0600, and fsync it."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            descriptor = os.open(temporary, flags, FILE_MODE)
+        except FileNotFoundError:
+            # A sweep removed the folder as empty after it was checked; make it again.
+            self._durable.discard(temporary.parent)
+            self._ensure_folder(temporary.parent)
+            descriptor = os.open(temporary, flags, FILE_MODE)
+        try:
+            os.fchmod(descriptor, FILE_MODE)  # the umask may have taken bits away
+            remaining = payload
+            while remaining:
+                remaining = remaining[os.write(descriptor, remaining) :]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+    def _reclaim(
+        self, runtime: BlockingRuntimeStore, entry: AttachmentIntent | AttachmentManifestEntry
+    ) -> bool:
+        """Forget an uncommitted entry, then delete its file if nothing names it any more.
+
+        Forget first, and only while still uncommitted: a commit that lands between a listing
+        and here keeps its row and its file. A crash after the forget leaves at worst an
+        unreferenced file, never a committed attachment without its bytes.
+        """
+        if not runtime.forget(entry.attachment_id):
+            return False
+        try:
+            placed = entry.canonical_uri == str(
+                self.path_for(entry.session_id, entry.attachment_id)
+            )
+        except InvalidInput:
+            placed = False
+        # A URI the host supplied is the host's file, even inside the root: only files this
+        # store placed are deleted, and only when no entry of any session still names them.
+        if placed and not runtime.canonical_uri_in_use(entry.canonical_uri):
+            path = Path(entry.canonical_uri)
+            try:
+                if not stat.S_ISDIR(os.lstat(path).st_mode):
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                raise _failed(entry.attachment_id, "delete its payload", error) from error
+        return True
+
+    def _sweep_temporaries(self, folder: Path, older_than_ms: int) -> None:
+        """Delete the temporary files in `folder` last written before `older_than_ms`."""
+        try:
+            items = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as error:
+            raise StorageError(f"could not list {folder}: {error}") from error
+        for item in items:
+            if not item.name.startswith(TEMPORARY_PREFIX):
+                continue
+            try:
+                if item.stat(follow_symlinks=False).st_mtime_ns // 1_000_000 < older_than_ms:
+                    os.unlink(item.path)
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                raise StorageError(f"could not delete {item.path}: {error}") from error
+
+
+def _is_session_folder(item: os.DirEntry[str]) -> bool:
+    return not item.name.startswith(".") and item.is_dir(follow_symlinks=False)

@@ -170,7 +170,6 @@ def test_killed_attachment_writer_leaves_only_orphans_the_sweep_reclaims(
         for attachment_id in reclaimed:
             path = files.path_for(SESSION, attachment_id)
             assert not path.exists(), f"{context}: orphan {attachment_id} kept its file"
-            assert not path.with_name(path.name + ".partial").exists(), context
         # Every committed attachment kept its bytes, at the URI its manifest row names.
         expected_files = set()
         for attachment_id in committed_rows:
@@ -180,7 +179,8 @@ def test_killed_attachment_writer_leaves_only_orphans_the_sweep_reclaims(
                 f"{context}: committed {attachment_id} lost its bytes"
             )
             expected_files.add(path)
-        # No file under the root is left without a committed manifest row.
+        # No file under the root is left without a committed manifest row (the glob sees the
+        # temporary files of writes a kill cut short too: their names start with a dot).
         stray = {path for path in root.rglob("*") if path.is_file()} - expected_files
         assert not stray, f"{context}: files without a committed row: {sorted(stray)[:10]}"
 

@@ -1,6 +1,6 @@
 """Contract: the attachment write-ahead manifest, the file attachment store, and blob GC.
 
-The `lash_core` store contract (seed 004): `AttachmentManifest` (`record_intent` before the
+The runtime contract's attachment manifest (`record_intent` before the
 bytes, `commit_refs`, `list_uncommitted(older_than)`, `forget`), `FileAttachmentStore`'s
 `put` and orphan `sweep`, and `gc_unreachable`, which keeps every blob some session head
 reaches and deletes the rest. The crash test of the attachment store lives elsewhere.
@@ -9,6 +9,7 @@ reaches and deletes the rest. The crash test of the attachment store lives elsew
 from __future__ import annotations
 
 import contextlib
+import os
 
 import pytest
 from runtime_helpers import (
@@ -27,6 +28,7 @@ from turnstore import (
     FileAttachmentStore,
     HydratedSessionCheckpoint,
 )
+from turnstore.attachments import TEMPORARY_PREFIX
 from turnstore.records import (
     AttachmentIntent,
     AttachmentManifestEntry,
@@ -190,7 +192,7 @@ def test_put_records_the_intent_and_writes_the_bytes(blocking_store, tmp_path):
         str(path),
     )
     assert before <= entry.intent_at_epoch_ms <= now_ms()
-    assert not path.with_name(path.name + ".partial").exists()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["image.png"]
 
 
 def test_sweep_deletes_orphaned_payloads_and_keeps_committed_ones(
@@ -229,13 +231,14 @@ def test_sweep_spares_intents_newer_than_the_threshold(blocking_store, tmp_path)
 
 
 def test_sweep_reclaims_a_partial_write_and_a_missing_file(blocking_store, tmp_path):
-    """sweep reclaims intents whose bytes never fully landed (a .partial file or no file)."""
+    """sweep reclaims intents whose bytes never fully landed (a temporary file or no file)."""
     files = FileAttachmentStore(tmp_path)
     rt = blocking_store.runtime("s")
     partial_path = files.path_for("s", "partial.bin")
     partial_path.parent.mkdir(parents=True)
-    partial_file = partial_path.with_name("partial.bin.partial")
+    partial_file = partial_path.with_name(f"{TEMPORARY_PREFIX}0123abcd")
     partial_file.write_bytes(b"half")
+    os.utime(partial_file, ns=(1_000_000, 1_000_000))  # last written long ago
     for attachment_id in ("partial.bin", "never-written.bin"):
         rt.record_intent(
             AttachmentIntent(
@@ -271,21 +274,37 @@ def test_sweep_never_deletes_a_file_outside_its_root(blocking_store, tmp_path):
         pytest.param("../escape.bin", id="parent"),
         pytest.param("../../escape.bin", id="grandparent"),
         pytest.param("/etc/passwd", id="absolute"),
-        pytest.param("", id="empty"),
         pytest.param(".", id="dot"),
         pytest.param("..", id="dot-dot"),
+        pytest.param(".partial-0123", id="temporary-name"),
+        pytest.param("a\\b", id="backslash"),
+        pytest.param("x" * 300, id="longer-than-a-file-name"),
     ],
 )
 def test_attachment_ids_may_not_climb_out_of_the_root(blocking_store, tmp_path, attachment_id):
-    """put refuses an id naming no file inside the root; nothing is recorded or written."""
+    """Any id becomes one plain file name in the session's folder: it cannot leave it."""
     root = tmp_path / "root"
     files = FileAttachmentStore(root)
+    rt = blocking_store.runtime("s")
+    path = files.put(rt, attachment_id, b"x")
+    folder = files.root / "s"
+    assert path.parent == folder
+    assert not path.name.startswith(".")
+    assert [p for p in root.rglob("*") if p.is_file()] == [path]
+    assert path.read_bytes() == b"x"
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and "turnstore.sqlite3" not in p.name]
+    assert written == [path]
+
+
+@pytest.mark.parametrize("attachment_id", ["", " \t", 7, None, b"raw"])
+def test_a_blank_or_non_text_attachment_id_is_refused(blocking_store, tmp_path, attachment_id):
+    """put refuses an id that is blank or not text; nothing is recorded or written."""
+    files = FileAttachmentStore(tmp_path / "root")
     rt = blocking_store.runtime("s")
     with pytest.raises(turnstore.InvalidInput):
         files.put(rt, attachment_id, b"x")
     assert rt.list_uncommitted(FAR_FUTURE_MS) == []
-    written = [p for p in tmp_path.rglob("*") if p.is_file() and "turnstore.sqlite3" not in p.name]
-    assert written == []
+    assert not (tmp_path / "root").exists()
 
 
 def test_a_session_cannot_overwrite_or_sweep_another_sessions_attachment(blocking_store, tmp_path):

@@ -56,13 +56,20 @@ from turnstore.rules.validation import validate_session_id
 from turnstore.steps import AsyncDriver
 
 
-def open(url: str | os.PathLike[str], *, read_only: bool = False) -> Store:
+def open(
+    url: str | os.PathLike[str], *, read_only: bool = False, create_dirs: bool = False
+) -> Store:
     """Open the async store at `url`: `sqlite:///relative.db`, `postgresql://…` or a path.
 
-    `read_only` opens an existing database without creating, migrating or writing it (SQLite
-    may still create the `-wal` and `-shm` files its readers need beside the file).
+    A SQLite path may start with `~`; its folder must exist, unless `create_dirs` asks to
+    create it (PostgreSQL ignores `create_dirs`). A mistyped URL, a missing folder or a file
+    this process cannot write is a `ConfigError` naming the fix.
+
+    `read_only` opens an existing database without creating, migrating or writing it, and
+    creates no file beside it: it reads a read-only folder, a file this process cannot write,
+    and a database a live writer is using.
     """
-    return Store(open_engine(url, read_only=read_only))
+    return Store(open_engine(url, read_only=read_only, create_dirs=create_dirs))
 
 
 class Store:
@@ -158,6 +165,12 @@ class Store:
     async def delete_sessions(self, session_ids: Sequence[str]) -> bool:
         """Delete session trees and their state atomically; False if any id is absent."""
         return await self._driver.run(checkpoint_ops.delete_sessions(session_ids))
+
+    async def list_uncommitted_attachments(
+        self, older_than_epoch_ms: int
+    ) -> list[AttachmentManifestEntry]:
+        """Every session's uncommitted attachment intents older than a time, deleted ones too."""
+        return await self._driver.run(runtime_ops.list_every_uncommitted(older_than_epoch_ms))
 
     async def load_state(self, scope: str, key: str) -> Any:
         """Load one middleware state value, or None."""
@@ -289,6 +302,10 @@ class RuntimeStore:
         """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
         return await self._driver.run(runtime_ops.forget(self._session_id, attachment_id))
 
+    async def canonical_uri_in_use(self, canonical_uri: str) -> bool:
+        """Whether any attachment entry of any session, committed or not, names this URI."""
+        return await self._driver.run(runtime_ops.canonical_uri_in_use(canonical_uri))
+
     async def save_session_meta(self, meta: SessionMeta) -> None:
         """Replace the session's metadata."""
         await self._driver.run(runtime_ops.save_session_meta(self._session_id, meta))
@@ -302,7 +319,14 @@ class RuntimeStore:
         return await self._driver.run(runtime_ops.picker_info(self._session_id))
 
     async def tombstone_nodes(self, ids: list[str]) -> None:
-        """Mark graph nodes dead; loads skip them until vacuum removes them."""
+        """Mark graph nodes dead; loads skip them until vacuum removes them.
+
+        Ids that are not live nodes of the session are ignored. Every live node keeps its
+        path to the root, so the call is refused with `InvalidInput`, changing nothing, when
+        a node is the head's leaf (commit another leaf first; otherwise `load_session` would
+        return a leaf that is no node and an empty active path) or has a live child that is
+        not tombstoned with it (tombstone a node together with all of its descendants).
+        """
         await self._driver.run(runtime_ops.tombstone_nodes(self._session_id, ids))
 
     async def vacuum(self) -> VacuumReport:

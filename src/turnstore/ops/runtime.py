@@ -35,8 +35,8 @@ from turnstore.rules.queue import (
     prepare_enqueue,
 )
 from turnstore.rules.runtime import check_binding, prepare_commit
-from turnstore.rules.validation import validate_session_id
-from turnstore.rules.values import checked, nonblank_list, require, storage_integer
+from turnstore.rules.validation import identifier, validate_session_id
+from turnstore.rules.values import checked, nonblank_list, storage_integer, text
 from turnstore.steps import Steps, read, write
 
 
@@ -47,12 +47,14 @@ def load_session(
     scope = FullGraph() if scope is None else scope
     if not isinstance(scope, FullGraph | ActivePath):
         raise InvalidInput("scope must be FullGraph() or ActivePath(leaf_node_id=...)")
+    if isinstance(scope, ActivePath) and scope.leaf_node_id is not None:
+        scope = ActivePath(leaf_node_id=text(scope.leaf_node_id, "leaf_node_id"))
     return (yield from read(lambda tx: runtime_reads.load_session(tx, session_id, scope)))
 
 
 def load_node(session_id: str, node_id: str) -> Steps[SessionNodeRecord | None]:
     """Load one live node of the graph."""
-    require(node_id, str, "node_id")
+    node_id = text(node_id, "node_id")
     return (yield from read(lambda tx: runtime_reads.load_node(tx, session_id, node_id)))
 
 
@@ -77,6 +79,7 @@ def claim_ready_queued_work(
 ) -> Steps[QueuedWorkClaim | None]:
     """Lease the next ready group of batches for `owner_id`, or None."""
     claim = prepare_claim(owner_id, boundary, lease_ttl_ms, max_batches)
+    text(claim.owner_id, "owner_id")
     return (yield from write(lambda tx: queue.claim(tx, session_id, claim)))
 
 
@@ -88,9 +91,11 @@ def claim_ready_queued_work_by_batch_ids(
     batch_ids: list[str],
 ) -> Steps[QueuedWorkClaim | None]:
     """Claim exactly these batches if they are the next ready group, else None."""
-    claim = prepare_claim_of(owner_id, boundary, lease_ttl_ms, batch_ids)
+    ids = nonblank_list(batch_ids, "batch_ids", ordered=True)
+    claim = prepare_claim_of(owner_id, boundary, lease_ttl_ms, ids)
     if claim is None:
         return None
+    text(claim.owner_id, "owner_id")
     return (yield from write(lambda tx: queue.claim(tx, session_id, claim)))
 
 
@@ -117,7 +122,7 @@ def abandon_queued_work_claim(session_id: str, claim: QueuedWorkClaim) -> Steps[
 
 def cancel_queued_work_batch(session_id: str, batch_id: str) -> Steps[QueuedWorkBatch | None]:
     """Remove an unclaimed batch; None when missing or held by a live claim."""
-    require(batch_id, str, "batch_id")
+    batch_id = text(batch_id, "batch_id")
     return (yield from write(lambda tx: queue.cancel(tx, session_id, batch_id)))
 
 
@@ -130,6 +135,7 @@ def record_intent(session_id: str, intent: AttachmentIntent) -> Steps[None]:
     """Record an attachment write before its bytes land."""
     found, _ = checked(intent, AttachmentIntent, "intent")
     check_binding(session_id, validate_session_id(found.session_id))
+    storage_integer(found.intent_at_epoch_ms, "intent_at_epoch_ms must be a time in ms")
     yield from write(lambda tx: attachments.record_intent(tx, found))
 
 
@@ -149,8 +155,24 @@ def list_uncommitted(
 
 def forget(session_id: str, attachment_id: str) -> Steps[bool]:
     """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
-    require(attachment_id, str, "attachment_id")
+    attachment_id = text(attachment_id, "attachment_id")
     return (yield from write(lambda tx: attachments.forget(tx, session_id, attachment_id)))
+
+
+def list_every_uncommitted(older_than_epoch_ms: int) -> Steps[list[AttachmentManifestEntry]]:
+    """List every session's intents older than a time that no commit referenced.
+
+    Deleting a session makes its entries uncommitted and older than any time, so this lists
+    what a store-wide sweep reclaims after `delete_sessions`.
+    """
+    older = storage_integer(older_than_epoch_ms, "older_than_epoch_ms must be a time in ms")
+    return (yield from read(lambda tx: attachments.every_uncommitted(tx, older)))
+
+
+def canonical_uri_in_use(canonical_uri: str) -> Steps[bool]:
+    """Whether any attachment entry, of any session, committed or not, names this URI."""
+    uri = identifier(canonical_uri, "canonical_uri")
+    return (yield from read(lambda tx: attachments.uri_named(tx, uri)))
 
 
 def save_session_meta(session_id: str, meta: SessionMeta) -> Steps[None]:

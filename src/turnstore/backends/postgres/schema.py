@@ -167,6 +167,12 @@ MIGRATIONS: tuple[str, ...] = (
         meta_json TEXT NOT NULL
     );
     """,
+    # 3: attachment entries looked up by payload URI: an intent may not name a payload of
+    # another session, and a sweep keeps a file that any entry still names. A hash index,
+    # because a URI has no length limit and a B-tree entry has one; lookups are by equality.
+    """
+    CREATE INDEX attachment_uri_idx ON attachment_manifest USING hash (canonical_uri);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,6 +9,7 @@ from turnstore.backends.sql import sessions
 from turnstore.backends.sql.engine import Statements, Tx, select
 from turnstore.errors import InvalidInput
 from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
+from turnstore.rules.validation import identifier, identifiers
 
 
 class AttachmentOwner(NamedTuple):
@@ -49,12 +50,40 @@ class AttachmentSql(Statements):
         "DELETE FROM attachment_manifest WHERE attachment_id = ? AND session_id = ?"
         " AND committed_at_ms IS NULL RETURNING attachment_id"
     )
+    every_uncommitted = select(
+        ManifestRow,
+        "FROM attachment_manifest WHERE committed_at_ms IS NULL AND intent_at_ms < ?"
+        " ORDER BY intent_at_ms, attachment_id",
+    )
+    # Both lookups by URI are served by attachment_uri_idx (schema version 3).
+    uri_of_another_session = (
+        "SELECT 1 FROM attachment_manifest WHERE canonical_uri = ? AND session_id <> ? LIMIT 1"
+    )
+    uri_named = "SELECT 1 FROM attachment_manifest WHERE canonical_uri = ? LIMIT 1"
+    # PostgreSQL only: two sessions recording one URI at once would each miss the other's
+    # uncommitted row, so intents naming one URI take turns.
+    uri_lock = (
+        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':attachment:' || ?, 0))"
+    )
 
 
 def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
-    """Record that an attachment's bytes are about to land (idempotent for the same id)."""
+    """Record that an attachment's bytes are about to land (idempotent for the same id).
+
+    A URI that another session's entry names is refused: one payload file belongs to one
+    session, so sweeping a session's orphans can never reach another session's payload.
+    """
+    identifier(intent.attachment_id, "attachment ID")
+    identifier(intent.canonical_uri, "attachment canonical URI")
     sql = tx.sql(AttachmentSql)
     sessions.ensure(tx, intent.session_id)
+    if tx.dialect.lock:  # concurrent writers (PostgreSQL); SQLite has a single writer
+        tx.value(sql.uri_lock, (intent.canonical_uri,))
+    if tx.value(sql.uri_of_another_session, (intent.canonical_uri, intent.session_id)):
+        raise InvalidInput(
+            f"attachment `{intent.attachment_id}`: its canonical_uri is already used by"
+            " another session's attachment"
+        )
     params = (
         intent.attachment_id,
         intent.session_id,
@@ -72,6 +101,8 @@ def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
 def commit(tx: Tx, session_id: str, attachment_ids: Iterable[str]) -> None:
     """Stamp attachments committed; each must have a recorded intent in this session."""
     sql = tx.sql(AttachmentSql)
+    attachment_ids = list(attachment_ids)
+    identifiers(attachment_ids, "attachment ID")
     for attachment_id in attachment_ids:
         owner = tx.row(sql.owner, (attachment_id,))
         if owner is None or owner.session_id != session_id:
@@ -81,20 +112,35 @@ def commit(tx: Tx, session_id: str, attachment_ids: Iterable[str]) -> None:
         tx.run(sql.commit, (attachment_id, session_id))
 
 
+def _entry(row: ManifestRow) -> AttachmentManifestEntry:
+    return AttachmentManifestEntry(
+        attachment_id=row.attachment_id,
+        session_id=row.session_id,
+        canonical_uri=row.canonical_uri,
+        intent_at_epoch_ms=row.intent_at_ms,
+        committed_at_epoch_ms=row.committed_at_ms,
+    )
+
+
 def uncommitted(tx: Tx, session_id: str, older_than_ms: int) -> list[AttachmentManifestEntry]:
     """Intents older than `older_than_ms` that no commit referenced."""
+    rows = tx.rows(tx.sql(AttachmentSql).uncommitted, (session_id, older_than_ms))
+    return [_entry(row) for row in rows]
+
+
+def every_uncommitted(tx: Tx, older_than_ms: int) -> list[AttachmentManifestEntry]:
+    """Every session's uncommitted intents older than `older_than_ms`, deleted sessions' too."""
     return [
-        AttachmentManifestEntry(
-            attachment_id=row.attachment_id,
-            session_id=row.session_id,
-            canonical_uri=row.canonical_uri,
-            intent_at_epoch_ms=row.intent_at_ms,
-            committed_at_epoch_ms=row.committed_at_ms,
-        )
-        for row in tx.rows(tx.sql(AttachmentSql).uncommitted, (session_id, older_than_ms))
+        _entry(row) for row in tx.rows(tx.sql(AttachmentSql).every_uncommitted, (older_than_ms,))
     ]
+
+
+def uri_named(tx: Tx, canonical_uri: str) -> bool:
+    """Whether any manifest entry, of any session, committed or not, names `canonical_uri`."""
+    return tx.value(tx.sql(AttachmentSql).uri_named, (canonical_uri,)) is not None
 
 
 def forget(tx: Tx, session_id: str, attachment_id: str) -> bool:
     """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
+    identifier(attachment_id, "attachment ID")
     return bool(tx.values(tx.sql(AttachmentSql).forget, (attachment_id, session_id)))

@@ -43,6 +43,20 @@ class HeadWrite(NamedTuple):
     user_message_count: int
 
 
+class HeadVersion(NamedTuple):
+    """A head's session and the `schema_version` it was stored at."""
+
+    session_id: str
+    schema_version: int
+
+
+class NodeLink(NamedTuple):
+    """A graph node and its parent."""
+
+    node_id: str
+    parent_node_id: str
+
+
 class TurnCommitRow(NamedTuple):
     """A committed turn: the hash of its content and the result it returned."""
 
@@ -80,6 +94,9 @@ class RuntimeSql(Statements):
         "SELECT record_json FROM graph_nodes"
         " WHERE session_id = ? AND node_id = ? AND NOT tombstoned"
     )
+    live_node_exists = (
+        "SELECT 1 FROM graph_nodes WHERE session_id = ? AND node_id = ? AND NOT tombstoned"
+    )
     live_nodes = (
         "SELECT record_json FROM graph_nodes WHERE session_id = ? AND NOT tombstoned"
         " ORDER BY position"
@@ -94,6 +111,13 @@ class RuntimeSql(Statements):
         ") SELECT record_json FROM path ORDER BY position"
     )
     tombstone = "UPDATE graph_nodes SET tombstoned = ? WHERE session_id = ? AND {ids:node_id}"
+    # A live node outside a set of nodes to tombstone whose parent is in it: tombstoning the
+    # set would cut that node off from its root.
+    live_child_outside = select(
+        NodeLink,
+        "FROM graph_nodes WHERE session_id = ? AND NOT tombstoned AND {ids:parent_node_id}"
+        " AND NOT ({ids:node_id}) ORDER BY position LIMIT 1",
+    )
     vacuum = "DELETE FROM graph_nodes WHERE session_id = ? AND tombstoned RETURNING node_id"
     insert_blob = (
         "INSERT INTO blobs (blob_ref, data) VALUES (?, ?) ON CONFLICT (blob_ref) DO NOTHING"
@@ -102,6 +126,9 @@ class RuntimeSql(Statements):
     present_blobs = "SELECT blob_ref FROM blobs WHERE {ids:blob_ref}"
     all_blob_refs = "SELECT blob_ref FROM blobs"
     head_refs = "SELECT DISTINCT checkpoint_ref FROM runtime_heads"
+    other_version_head = select(
+        HeadVersion, "FROM runtime_heads WHERE schema_version <> ? ORDER BY session_id LIMIT 1"
+    )
     delete_blobs = "DELETE FROM blobs WHERE {ids:blob_ref}"
     last_ledger_position = (
         "SELECT COALESCE(MAX(position), 0) FROM token_ledger WHERE session_id = ?"

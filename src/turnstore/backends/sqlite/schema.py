@@ -162,6 +162,11 @@ MIGRATIONS: tuple[str, ...] = (
         meta_json TEXT NOT NULL
     );
     """,
+    # 3: attachment entries looked up by payload URI: an intent may not name a payload of
+    # another session, and a sweep keeps a file that any entry still names.
+    """
+    CREATE INDEX attachment_uri_idx ON attachment_manifest(canonical_uri);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
