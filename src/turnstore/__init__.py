@@ -37,6 +37,7 @@ from turnstore.records.checkpoint import (
     TimestampedEvent,
     TranscriptPageRequest,
 )
+from turnstore.records.context import Context
 from turnstore.records.protocol import Event, SessionContext
 from turnstore.records.runtime import (
     ActivePath,
@@ -57,6 +58,7 @@ __all__ = [
     "BlockingStore",
     "Checkpoint",
     "ConfigError",
+    "Context",
     "ContextItemImmutable",
     "ContextRewriteRequired",
     "CorruptRecord",

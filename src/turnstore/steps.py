@@ -39,7 +39,12 @@ class Write(Generic[T]):
     work: Callable[[Tx], T]
 
 
-Step = Read[Any] | Write[Any]
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Ask which engine runs the operation: a context the store holds is marked with it."""
+
+
+Step = Read[Any] | Write[Any] | Origin
 """One engine call an operation asks its driver for."""
 Steps = Generator[Step, Any, T]
 """An operation: yields steps, receives their results, returns the public value."""
@@ -54,6 +59,12 @@ def read(work: Callable[[Tx], T]) -> Steps[T]:
 def write(work: Callable[[Tx], T]) -> Steps[T]:
     """A write step, typed: use as `value = yield from write(script)`."""
     value: T = yield Write(work)
+    return value
+
+
+def origin() -> Steps[object]:
+    """The engine running this operation: use as `engine = yield from origin()`."""
+    value: object = yield Origin()
     return value
 
 
@@ -81,13 +92,21 @@ class BlockingDriver(_Driver):
         """Drive `steps` to its result."""
         self.check_open()
         value: Any = None
+        error: BaseException | None = None
         try:
             while True:
-                step = steps.send(value)
-                if isinstance(step, Read):
-                    value = self.engine.read(step.work)
-                else:
-                    value = self.engine.write(step.work).result()
+                # A failed step is thrown into the operation, so it can undo what it began.
+                step = steps.send(value) if error is None else steps.throw(error)
+                error = None
+                try:
+                    if isinstance(step, Read):
+                        value = self.engine.read(step.work)
+                    elif isinstance(step, Origin):
+                        value = self.engine
+                    else:
+                        value = self.engine.write(step.work).result()
+                except BaseException as failed:
+                    error = failed
         except StopIteration as done:
             result: T = done.value
             return result
@@ -111,15 +130,22 @@ class AsyncDriver(_Driver):
         self.check_open()
         loop = asyncio.get_running_loop()
         value: Any = None
+        error: BaseException | None = None
         try:
             while True:
-                step = steps.send(value)
-                if isinstance(step, Read):
-                    value = await self._read(loop, step.work)
-                else:
-                    # Cancelling the caller cancels a write still queued; one already running
-                    # commits or fails whole.
-                    value = await asyncio.wrap_future(self.engine.write(step.work))
+                step = steps.send(value) if error is None else steps.throw(error)
+                error = None
+                try:
+                    if isinstance(step, Read):
+                        value = await self._read(loop, step.work)
+                    elif isinstance(step, Origin):
+                        value = self.engine
+                    else:
+                        # Cancelling the caller cancels a write still queued; one already
+                        # running commits or fails whole.
+                        value = await asyncio.wrap_future(self.engine.write(step.work))
+                except BaseException as failed:
+                    error = failed
         except StopIteration as done:
             result: T = done.value
             return result

@@ -120,8 +120,8 @@ def test_checkpoint_session_id_length_is_bounded_in_bytes() -> None:
 
 @pytest.mark.parametrize("value", [None, 5, b"bytes"])
 def test_validate_session_id_refuses_non_strings(value: Any) -> None:
-    """validate_session_id refuses anything but a string as an empty id."""
-    _raises(InvalidInput, "session ID cannot be empty", validate_session_id, value)
+    """validate_session_id refuses anything but a string, saying so."""
+    _raises(InvalidInput, "session ID must be a string", validate_session_id, value)
 
 
 def test_validate_session_id_returns_the_id() -> None:
@@ -478,10 +478,10 @@ def test_revalidated_refuses_wrong_types() -> None:
 
 
 def test_revalidated_refuses_unencodable_values() -> None:
-    """A record holding a value JSON cannot encode is refused as not encodable."""
+    """A record holding a value that is not JSON is refused, naming the value's path."""
     checkpoint = Checkpoint.empty("s")
     checkpoint.metadata["bad"] = object()
-    with pytest.raises(RecordDecodeError, match=r"^Checkpoint is not encodable: "):
+    with pytest.raises(InvalidInput, match=r"^Checkpoint: \$\.metadata\.bad is of type object"):
         revalidated(checkpoint)
 
 

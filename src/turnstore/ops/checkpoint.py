@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from turnstore.backends.sql import checkpoints, journals, sessions
+from turnstore.backends.sql.engine import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
     EventPage,
@@ -20,19 +21,23 @@ from turnstore.records.checkpoint import (
     TranscriptPage,
     TranscriptPageRequest,
 )
+from turnstore.records.context import Context, ContextMark
 from turnstore.records.protocol import Event
 from turnstore.rules.events import event_turn_page_steps, prepare_event
 from turnstore.rules.pages import catalog_query, journal_query, recent_limit
-from turnstore.rules.saves import prepare_fork, prepare_save
+from turnstore.rules.saves import PreparedSave, prepare_fork, prepare_save
 from turnstore.rules.validation import validate_session_id, validate_session_ids
-from turnstore.rules.values import encoded_text, require
-from turnstore.steps import Steps, read, write
+from turnstore.rules.values import collection, encoded_text, json_value, require, text
+from turnstore.steps import Steps, origin, read, write
+
+T = TypeVar("T")
 
 
 def load(session_id: str) -> Steps[Checkpoint | None]:
-    """Load the latest checkpoint of a session."""
+    """Load the latest checkpoint of a session; its context is marked as held by this store."""
     session_id = validate_session_id(session_id)
-    return (yield from read(lambda tx: checkpoints.load(tx, session_id)))
+    engine = yield from origin()
+    return (yield from read(lambda tx: checkpoints.load(tx, session_id, engine)))
 
 
 def save_with_events(
@@ -43,7 +48,37 @@ def save_with_events(
 ) -> Steps[list[JournalEvent]]:
     """Commit checkpoint, transcript delta, execution record and events as one unit."""
     prepared = prepare_save(checkpoint, transcript_delta, execution, events)
-    return (yield from write(lambda tx: checkpoints.save(tx, prepared)))
+    engine = yield from origin()
+    return (
+        yield from _holding(
+            checkpoint, prepared, engine, lambda tx: checkpoints.save(tx, prepared, engine)
+        )
+    )
+
+
+def _holding(
+    checkpoint: Checkpoint, prepared: PreparedSave, engine: object, script: Callable[[Tx], T]
+) -> Steps[T]:
+    """Run a save's script; once it commits, mark the checkpoint's `Context` as held."""
+    context = checkpoint.context if isinstance(checkpoint.context, Context) else None
+    if context is None:
+        return (yield from write(script))
+    edited = context.begin_save()
+    try:
+        result = yield from write(script)
+    except BaseException:
+        context.save_failed(edited)
+        raise
+    context.saved(
+        ContextMark(
+            engine,
+            prepared.session_id,
+            prepared.sequence,
+            prepared.context_epoch,
+            len(prepared.context),
+        )
+    )
+    return result
 
 
 def append_event(session_id: str, recorded_at_ms: int, event: Event) -> Steps[JournalEvent]:
@@ -108,25 +143,28 @@ def fork(
 ) -> Steps[SessionSummary]:
     """Create a child session branched from the parent at an exact durable sequence."""
     prepared = prepare_fork(parent_session_id, parent_sequence, checkpoint)
-    return (yield from write(lambda tx: checkpoints.fork(tx, prepared)))
+    engine = yield from origin()
+    return (
+        yield from _holding(
+            checkpoint, prepared.child, engine, lambda tx: checkpoints.fork(tx, prepared)
+        )
+    )
 
 
 def delete_sessions(session_ids: Sequence[str]) -> Steps[bool]:
     """Delete sessions, their descendants and session-scoped state, all or nothing."""
-    ids = validate_session_ids(session_ids)
+    ids = validate_session_ids(collection(session_ids, "session_ids"))
     return (yield from write(lambda tx: checkpoints.delete(tx, ids)))
 
 
 def load_state(scope: str, key: str) -> Steps[Any]:
     """Load one middleware state value, or None."""
-    require(scope, str, "scope")
-    require(key, str, "key")
+    scope, key = text(scope, "scope"), text(key, "key")
     return (yield from read(lambda tx: checkpoints.load_state(tx, scope, key)))
 
 
 def save_state(scope: str, key: str, value: Any) -> Steps[None]:
     """Durably replace one middleware state value."""
-    require(scope, str, "scope")
-    require(key, str, "key")
-    value_json = encoded_text(value, "middleware state")
+    scope, key = text(scope, "scope"), text(key, "key")
+    value_json = encoded_text(json_value(value, "middleware state"), "middleware state")
     yield from write(lambda tx: checkpoints.save_state(tx, scope, key, value_json))

@@ -44,6 +44,7 @@ from turnstore.records.checkpoint import (
     boundary_delivery,
     boundary_starts_turn,
 )
+from turnstore.records.context import Context, FrozenDict, FrozenList
 from turnstore.records.runtime import (
     RUNTIME_RECORD_SCHEMA_VERSION,
     ActivePath,
@@ -103,6 +104,7 @@ __all__ = [
     "AttachmentManifestEntry",
     "BlobRef",
     "Checkpoint",
+    "Context",
     "ContextRewrite",
     "ContextRewriteReason",
     "DurabilityTier",
@@ -117,6 +119,8 @@ __all__ = [
     "ExecutionRecord",
     "ExecutionStats",
     "ForkRelation",
+    "FrozenDict",
+    "FrozenList",
     "FullGraph",
     "GcReport",
     "GraphAppend",

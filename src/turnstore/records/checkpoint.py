@@ -8,6 +8,7 @@ import msgspec
 
 from turnstore.errors import CheckpointError
 from turnstore.records.base import I64, U32, U64, U64_MAX, Record
+from turnstore.records.context import Context
 from turnstore.records.protocol import (
     ApprovalCall,
     Event,
@@ -237,9 +238,10 @@ class QueuedMessage(Record, kw_only=True):
 class Checkpoint(Record, kw_only=True):
     """Versioned runtime state persisted at each durable loop boundary.
 
-    `context` is the active model history. Within one `context_epoch` it may only grow by
-    appending; any other change must bump `context_epoch`. The store relies on this to write
-    only the appended items on each save.
+    `context` is the active model history, a `Context` unless the caller gives a plain list.
+    A save writes only what was appended since the store last held it; an edit made through
+    a `Context` (replacing, removing, reordering items) is saved as a rewrite, and any other
+    change before the stored end needs a new `context_epoch`.
     """
 
     version: U32 = CHECKPOINT_VERSION
@@ -250,7 +252,7 @@ class Checkpoint(Record, kw_only=True):
     first_user_message: str | None = None
     model_route: str | None = None
     sequence: U64 = 0
-    context: list[Any] = msgspec.field(default_factory=list)
+    context: list[Any] = msgspec.field(default_factory=Context)
     context_epoch: U64 = 0
     compaction_count: U64 = 0
     last_context_rewrite: ContextRewrite | None = None

@@ -10,17 +10,21 @@ import msgspec
 
 from turnstore.errors import InvalidInput
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, TimestampedEvent
+from turnstore.records.context import CLEAN, Context, ContextMark
 from turnstore.rules.events import PreparedEvent, prepare_event
 from turnstore.rules.messages import user_text
 from turnstore.rules.validation import (
+    display_text,
     is_clean_start,
     validate_checkpoint,
     validate_execution,
     validate_session_id,
 )
 from turnstore.rules.values import (
+    check_value,
     checked,
-    encoded_text,
+    collection,
+    encoded_items,
     is_blank,
     require,
     revalidated,
@@ -46,6 +50,8 @@ class PreparedSave:
     state_json: str
     context_epoch: int
     context: list[Any]
+    context_mark: ContextMark | None
+    context_edited: int
     session_context_json: str
     owner_id: str | None
     execution_stats_json: str
@@ -81,10 +87,12 @@ def catalog_first_user_message(
 
     The caller's `first_user_message` when it is not blank; otherwise the first user message
     of the transcript delta, then of the context. The session keeps the first one it gets.
+    A NUL in it shows as U+FFFD (`display_text`); the checkpoint keeps the exact text.
     """
     if given is not None and not is_blank(given):
-        return given
-    return first_user_text(delta) or first_user_text(context)
+        return display_text(given)
+    found = first_user_text(delta) or first_user_text(context)
+    return None if found is None else display_text(found)
 
 
 def prepare_save(
@@ -95,7 +103,14 @@ def prepare_save(
 ) -> PreparedSave:
     """Validate and encode one save before any I/O (all but the context delta)."""
     given = require(checkpoint, Checkpoint, "checkpoint")
-    context = list(given.context)
+    held = given.context if isinstance(given.context, Context) else None
+    # A list copy, not iteration: a held context's unreached items stay unfrozen.
+    context = list.copy(require(given.context, list, "checkpoint context"))
+    if held is None:
+        # Before any I/O, so a bad item is refused as such and not as a conflict; a held
+        # context checked each item as it took it.
+        for index, item in enumerate(context):
+            check_value(item, f"checkpoint context[{index}]", record=False)
     state, state_json = revalidated(msgspec.structs.replace(given, context=[]))
     validate_checkpoint(state)
     execution_json = None
@@ -105,20 +120,25 @@ def prepare_save(
         execution_json = (record.started_at_ms, record_json.decode())
     storage_integer(state.sequence, "checkpoint sequence exceeds SQLite INTEGER")
     storage_integer(state.context_epoch, "checkpoint context epoch exceeds SQLite INTEGER")
-    delta = list(transcript_delta)
-    prepared_events = [prepare_event(require(event, TimestampedEvent, "event")) for event in events]
+    delta = collection(transcript_delta, "transcript_delta", ordered=True)
+    prepared_events = [
+        prepare_event(require(event, TimestampedEvent, "event"))
+        for event in collection(events, "events", ordered=True)
+    ]
     return PreparedSave(
         session_id=state.session_id,
         sequence=state.sequence,
         state_json=state_json.decode(),
         context_epoch=state.context_epoch,
         context=context,
+        context_mark=None if held is None else held.mark,
+        context_edited=CLEAN if held is None else held.edited,
         session_context_json=state.session_context.to_json().decode(),
         owner_id=state.session_context.owner_id,
         execution_stats_json=state.execution_stats.to_json().decode(),
         catalog_visible=state.catalog_visible,
         first_user_message=catalog_first_user_message(state.first_user_message, delta, context),
-        transcript_json=encoded_text(delta, "transcript delta") if delta else None,
+        transcript_json=encoded_items(delta, "transcript delta").decode() if delta else None,
         execution=execution_json,
         events=prepared_events,
     )

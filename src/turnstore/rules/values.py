@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from functools import cache
+from collections.abc import Iterable, Mapping, Set
 from typing import Any, TypeVar
 
 import msgspec
 
 from turnstore.errors import InvalidInput, RecordDecodeError
-from turnstore.records.base import I64_MAX, I64_MIN, U64_MAX, decode_json, encode_json
+from turnstore.records.base import I64_MAX, decode_json, encode_json
+from turnstore.records.values import MAX_DEPTH, check_value, item_list
+
+__all__ = ["MAX_DEPTH", "check_value", "item_list"]
 
 R = TypeVar("R", bound=msgspec.Struct)
 T = TypeVar("T")
@@ -44,14 +45,51 @@ def nonblank(value: object, message: str) -> str:
     return value
 
 
-def nonblank_list(values: object, what: str) -> list[str]:
-    """Return `values` as a list if it is a sequence (not a string) of non-blank strings."""
-    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
-        raise InvalidInput(f"{what} must be a list of non-empty strings")
-    checked = list(values)
+def text(value: object, name: str) -> str:
+    """Return `value` as a plain `str` if it is UTF-8 text, else raise `InvalidInput`."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, not {type(value).__name__}")
+    if not value.isascii():
+        # A Python string may hold lone surrogates, which no database text column can.
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise InvalidInput(f"{name} is not UTF-8 text (it holds a lone surrogate)") from None
+    return value if type(value) is str else str.__str__(value)
+
+
+def collection(values: object, what: str, *, ordered: bool = False) -> list[Any]:
+    """Return `values` as a list: a list, tuple, set or other iterable of separate values.
+
+    A string, bytes and a mapping are refused, though Python iterates them: their characters,
+    bytes or keys are never what a caller means. With `ordered`, sets are refused too, since
+    their order is arbitrary.
+    """
+    refused: tuple[type, ...] = (str, bytes, bytearray, memoryview, Mapping)
+    if ordered:
+        refused += (Set,)
+    if isinstance(values, refused) or not isinstance(values, Iterable):
+        kind = "a list" if ordered else "a list, tuple or set"
+        raise InvalidInput(f"{what} must be {kind}, not {type(values).__name__}")
+    return list(values)
+
+
+def json_value(value: T, what: str) -> T:
+    """Return `value` unless it is a record where a free JSON value is meant.
+
+    A record would be stored as a JSON object and come back as a dict, not equal to itself.
+    """
+    if isinstance(value, msgspec.Struct):
+        raise InvalidInput(f"{what}: $ is of type {type(value).__name__}, not a JSON value")
+    return value
+
+
+def nonblank_list(values: object, what: str, *, ordered: bool = False) -> list[str]:
+    """Return `values` as a list if it is a collection (see `collection`) of non-blank text."""
+    checked = collection(values, what, ordered=ordered)
     if not all(isinstance(value, str) and not is_blank(value) for value in checked):
         raise InvalidInput(f"{what} must be a list of non-empty strings")
-    return checked
+    return [text(value, what) for value in checked]
 
 
 def integer(value: object, message: str, *, low: int = 0, high: int | None = I64_MAX) -> int:
@@ -78,104 +116,25 @@ def require(value: object, type_: type[T], name: str) -> T:
     return value
 
 
-MAX_DEPTH = 64
-"""Deepest nesting of lists and objects a stored value may have."""
-
-
-class _Refused(Exception):
-    """A value that would not come back equal; `path` grows as the walk unwinds."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.path: list[str] = []
-
-
-@cache
-def _fields(cls: type[msgspec.Struct]) -> tuple[tuple[str, bool, bool], ...]:
-    """Each field of a record type: its name, whether it may hold bytes, whether it is Any."""
-    return tuple(
-        (field.name, "bytes" in repr(field.type), "Any" in repr(field.type))
-        for field in msgspec.structs.fields(cls)
-    )
-
-
-def _walk(value: object, depth: int, in_any: bool) -> None:
-    """Refuse what JSON would silently change; records only where their type is declared."""
-    kind = type(value)
-    if kind is str:
-        if not value.isascii():  # type: ignore[attr-defined]
-            try:
-                value.encode()  # type: ignore[attr-defined]
-            except UnicodeEncodeError:
-                raise _Refused("is not UTF-8 text (it holds a lone surrogate)") from None
-        return
-    if kind is bool or value is None:
-        return
-    if kind is int:
-        if not I64_MIN <= value <= U64_MAX:  # type: ignore[operator]
-            raise _Refused("is an integer outside 64 bits")
-        return
-    if kind is float:
-        if not math.isfinite(value):  # type: ignore[arg-type]
-            raise _Refused("is not a finite number")
-        return
-    if depth >= MAX_DEPTH:
-        raise _Refused(f"nests deeper than {MAX_DEPTH} levels")
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _Refused(f"has a key that is not a string: {key!r:.40}")
-            try:
-                _walk(key, depth, in_any)
-                _walk(item, depth + 1, in_any)
-            except _Refused as refused:
-                refused.path.append(f".{key}" if key.isidentifier() else f"[{key!r}]")
-                raise
-        return
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            try:
-                _walk(item, depth + 1, in_any)
-            except _Refused as refused:
-                refused.path.append(f"[{index}]")
-                raise
-        return
-    if isinstance(value, msgspec.Struct) and not in_any:
-        for name, may_be_bytes, any_field in _fields(type(value)):
-            item = getattr(value, name)
-            if may_be_bytes and type(item) is bytes:
-                continue
-            try:
-                _walk(item, depth, any_field)
-            except _Refused as refused:
-                refused.path.append(f".{name}")
-                raise
-        return
-    raise _Refused(f"is of type {kind.__name__}, not a JSON value")
-
-
-def check_value(value: object, what: str) -> None:
-    """Refuse a value that would not come back from the store equal to itself.
-
-    JSON values only: dicts with string keys, lists (tuples come back as lists), UTF-8
-    strings, integers within 64 bits, finite floats, booleans and None, at most `MAX_DEPTH`
-    levels deep; records only in the fields their type declares. The error names the path.
-    """
-    try:
-        _walk(value, 0, not isinstance(value, msgspec.Struct))
-    except _Refused as refused:
-        path = "".join(reversed(refused.path))
-        raise InvalidInput(f"{what}: ${path} {refused.reason}") from None
-    except RecursionError:
-        raise InvalidInput(f"{what} nests too deeply to store") from None
-
-
 def encode(value: object, what: str) -> bytes:
     """Encode `value` as JSON after `check_value`, refusing it with the path named if needed."""
     check_value(value, what)
     try:
         return encode_json(value)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise RecordDecodeError(f"{what} is not encodable: {error}") from None
+
+
+def encoded_items(items: list[Any], what: str) -> bytes:
+    """Encode a list of items as one JSON array, each item checked as a value of its own.
+
+    Each item may nest `MAX_DEPTH` levels, as a context item may: the list that carries
+    them is not a level of theirs.
+    """
+    for index, item in enumerate(items):
+        check_value(json_value(item, f"{what}[{index}]"), f"{what}[{index}]")
+    try:
+        return encode_json(items)
     except (TypeError, ValueError, OverflowError) as error:
         raise RecordDecodeError(f"{what} is not encodable: {error}") from None
 

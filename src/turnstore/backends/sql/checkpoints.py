@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from turnstore.backends.sql import journals, sessions
@@ -15,11 +16,17 @@ from turnstore.errors import (
     SessionNotFound,
     StorageError,
 )
-from turnstore.records.base import decode_stored
+from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, JournalEvent, SessionSummary
-from turnstore.rules.context import ContextWrite, StoredContext, plan_context_write
+from turnstore.records.context import Context, ContextMark
+from turnstore.rules.context import (
+    ContextWrite,
+    StoredContext,
+    first_difference,
+    plan_context_write,
+)
 from turnstore.rules.saves import PreparedFork, PreparedSave
-from turnstore.rules.validation import validate_checkpoint
+from turnstore.rules.validation import identifier, validate_stored_checkpoint
 
 
 class LockedSession(NamedTuple):
@@ -30,6 +37,13 @@ class LockedSession(NamedTuple):
     context_epoch: int
     context_length: int
     context_tail: bytes | None
+
+
+class StoredChunk(NamedTuple):
+    """One stored run of context items, starting at context index `start`."""
+
+    start: int
+    items_json: str
 
 
 class StoredCheckpoint(NamedTuple):
@@ -47,6 +61,7 @@ class CheckpointSql(Statements):
     share_parent = "SELECT latest_sequence FROM sessions WHERE session_id = ?{key_share}"
     stored = select(StoredCheckpoint, "FROM sessions WHERE session_id = ?")
     chunks = "SELECT items_json FROM context_chunks WHERE session_id = ? ORDER BY start"
+    chunk_runs = select(StoredChunk, "FROM context_chunks WHERE session_id = ? ORDER BY start")
     delete_chunks = "DELETE FROM context_chunks WHERE session_id = ?"
     insert_chunk = "INSERT INTO context_chunks (session_id, start, items_json) VALUES (?, ?, ?)"
     insert_transcript = (
@@ -90,8 +105,11 @@ class CheckpointSql(Statements):
 # --- saves -------------------------------------------------------------------------------------
 
 
-def save(tx: Tx, save: PreparedSave) -> list[JournalEvent]:
-    """Advance a session's checkpoint, creating the session if it is new."""
+def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent]:
+    """Advance a session's checkpoint, creating the session if it is new.
+
+    `origin` is the engine running the save: a context it marked is trusted to match.
+    """
     sql = tx.sql(CheckpointSql)
     locked = tx.row(sql.lock_session, (save.session_id,))
     if locked is None:
@@ -105,10 +123,46 @@ def save(tx: Tx, save: PreparedSave) -> list[JournalEvent]:
             raise StorageError(
                 "the session was created and deleted during this save", retryable=True
             )
-    return _append(tx, save, _advance(tx, save, locked), locked.latest_event_sequence)
+    plan = _advance(tx, save, locked, origin)
+    return _append(tx, save, plan, locked.latest_event_sequence)
 
 
-def _advance(tx: Tx, save: PreparedSave, locked: LockedSession) -> ContextWrite:
+def _held(save: PreparedSave, locked: LockedSession, origin: object) -> int | None:
+    """The context's edit mark if it is the one this store holds, else None (compare it)."""
+    mark = save.context_mark
+    if (
+        mark is not None
+        and origin is not None
+        and mark.origin is origin
+        and mark.session_id == save.session_id
+        and mark.sequence == locked.latest_sequence
+        and mark.epoch == locked.context_epoch
+        and mark.length == locked.context_length
+    ):
+        return save.context_edited
+    return None
+
+
+def _verifier(tx: Tx, session_id: str, context: list[Any]) -> Callable[[int], int | None]:
+    """Compare a context's first items with the stored chunks, by value and JSON type."""
+
+    def verify(length: int) -> int | None:
+        runs = tx.rows(tx.sql(CheckpointSql).chunk_runs, (session_id,))
+        ends = [run.start for run in runs[1:]] + ([length] if runs else [])
+        for run, end in zip(runs, ends, strict=True):
+            mine = context[run.start : end]
+            if encode_json(mine).decode() == run.items_json:
+                continue
+            stored = decode_stored(run.items_json, list[Any], "checkpoint context", session_id)
+            changed = first_difference(mine, stored)
+            if changed is not None:
+                return run.start + changed
+        return None
+
+    return verify
+
+
+def _advance(tx: Tx, save: PreparedSave, locked: LockedSession, origin: object) -> ContextWrite:
     """Move an existing session row to a save, rewriting its context chunks on a new epoch."""
     if save.sequence <= locked.latest_sequence:
         raise SequenceConflict(
@@ -118,7 +172,9 @@ def _advance(tx: Tx, save: PreparedSave, locked: LockedSession) -> ContextWrite:
             attempted=save.sequence,
         )
     stored = StoredContext(locked.context_epoch, locked.context_length, locked.context_tail)
-    plan = plan_context_write(stored, save.context_epoch, save.context)
+    verify = _verifier(tx, save.session_id, save.context)
+    edited = _held(save, locked, origin)
+    plan = plan_context_write(stored, save.context_epoch, save.context, edited, verify)
     sessions.update(tx, save, plan)
     if plan.reset:
         sql = tx.sql(CheckpointSql)
@@ -157,8 +213,11 @@ def _insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
 # --- loads -------------------------------------------------------------------------------------
 
 
-def load(tx: Tx, session_id: str) -> Checkpoint | None:
-    """The latest checkpoint of a session, rebuilt from its row and context chunks."""
+def load(tx: Tx, session_id: str, origin: object = None) -> Checkpoint | None:
+    """The latest checkpoint of a session, rebuilt from its row and context chunks.
+
+    Its context is a `Context` marked as held by `origin` (the engine), when one is given.
+    """
     sql = tx.sql(CheckpointSql)
     row = tx.row(sql.stored, (session_id,))
     if row is None:
@@ -168,7 +227,7 @@ def load(tx: Tx, session_id: str) -> Checkpoint | None:
     for chunk in tx.values(sql.chunks, (session_id,)):
         context.extend(decode_stored(chunk, list[Any], "checkpoint context", session_id))
     try:
-        validate_checkpoint(checkpoint)
+        validate_stored_checkpoint(checkpoint)
     except InvalidInput as error:
         raise CorruptRecord(
             f"stored checkpoint is invalid: {error}", session_id=session_id
@@ -179,7 +238,12 @@ def load(tx: Tx, session_id: str) -> Checkpoint | None:
         raise CorruptRecord(
             "checkpoint context does not match its stored length", session_id=session_id
         )
-    checkpoint.context = context
+    mark = None
+    if origin is not None:
+        mark = ContextMark(
+            origin, session_id, checkpoint.sequence, checkpoint.context_epoch, len(context)
+        )
+    checkpoint.context = Context.stored(context, mark)
     return checkpoint
 
 
@@ -234,12 +298,18 @@ def _tree(tx: Tx, ids: list[str]) -> list[str]:
 # --- middleware state --------------------------------------------------------------------------
 
 
+def _state_key(scope: str, key: str) -> tuple[str, str]:
+    return identifier(scope, "middleware state scope"), identifier(key, "middleware state key")
+
+
 def load_state(tx: Tx, scope: str, key: str) -> Any:
     """One middleware state value, or None."""
+    scope, key = _state_key(scope, key)
     value_json = tx.value(tx.sql(CheckpointSql).state, (scope, key))
     return None if value_json is None else decode_stored(value_json, Any, "middleware state")
 
 
 def save_state(tx: Tx, scope: str, key: str, value_json: str) -> None:
     """Replace one middleware state value."""
+    scope, key = _state_key(scope, key)
     tx.run(tx.sql(CheckpointSql).upsert_state, (scope, key, value_json))
