@@ -9,7 +9,14 @@ from __future__ import annotations
 import sys
 import tarfile
 
-REQUIRED = ("LICENSE", "CHANGELOG.md", "README.md", "mkdocs.yml", "docs/index.md")
+REQUIRED = (
+    "LICENSE",
+    "CHANGELOG.md",
+    "README.md",
+    "mkdocs.yml",
+    "docs/index.md",
+    "tests/fixtures/schema_v2.sqlite3",
+)
 REQUIRED_FOLDERS = ("src/turnstore/", "tests/unit/", "tests/contract/", "docs/", "examples/")
 
 

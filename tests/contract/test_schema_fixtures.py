@@ -1,0 +1,122 @@
+"""A database written by an earlier build opens, migrates and reads back what it held.
+
+The fixtures in `tests/fixtures/` were written by the build before schema 3 (how: see
+`tests/fixtures/make_schema_v2.py`): a SQLite file, and a PostgreSQL schema dumped as SQL.
+They are kept as files, so that no later change to this code can change what they hold.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import turnstore
+from conftest import postgres_connection
+from turnstore import (
+    EventPageRequest,
+    ExecutionPageRequest,
+    SessionPageRequest,
+    TranscriptPageRequest,
+)
+from turnstore.backends.postgres import schema as postgres_schema
+from turnstore.backends.sqlite import schema as sqlite_schema
+from turnstore.records import AttachmentIntent
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+FIXTURE_SCHEMA = "turnstore_fixture"
+
+
+def _restore(backend_name: str, database: Any, pg_schema: str) -> None:
+    """Put the schema-2 fixture where the test's store will open."""
+    if backend_name == "sqlite":
+        shutil.copyfile(FIXTURES / "schema_v2.sqlite3", database.path)
+        return
+    dump = (FIXTURES / "schema_v2.postgres.sql").read_text(encoding="utf-8")
+    with postgres_connection() as connection:
+        connection.execute(dump.replace(FIXTURE_SCHEMA, pg_schema).encode())
+
+
+def _schema_version(backend_name: str, database: Any) -> int:
+    if backend_name == "sqlite":
+        return int(database.query("PRAGMA user_version")[0][0])
+    return int(database.query("SELECT max(version) FROM turnstore_schema")[0][0])
+
+
+def test_the_fixture_is_at_schema_version_2(backend_name, database, pg_schema):
+    """The fixture is what the earlier build wrote, not a database of the current one."""
+    _restore(backend_name, database, pg_schema)
+    assert _schema_version(backend_name, database) == 2
+
+
+def test_a_schema_2_database_opens_migrated_with_everything_it_held(
+    backend_name, database, pg_schema, store_url
+):
+    """Checkpoints, context, journals, fork, state, runtime head and manifest read back."""
+    _restore(backend_name, database, pg_schema)
+    with turnstore.open_blocking(store_url) as store:
+        chat = store.load("chat")
+        assert chat is not None
+        assert chat.sequence == 3
+        assert chat.metadata == {"title": "fixture", "nul": "a\x00b", "n": 2**63 - 1, "f": -0.5}
+        assert chat.context[4] == {"role": "user", "content": "question 3 \u00e9\u4e2d"}
+        assert chat.context[5] == {
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "answer 3"}],
+        }
+        assert len(chat.context) == 6
+        events = store.event_page("chat", EventPageRequest(limit=50)).events
+        assert [(event.sequence, type(event.event.msg).__name__) for event in events] == [
+            (6, "WarningEvent"),
+            (5, "TurnStartedEvent"),
+            (4, "WarningEvent"),
+            (3, "TurnStartedEvent"),
+            (2, "WarningEvent"),
+            (1, "TurnStartedEvent"),
+        ]
+        page = store.transcript_page("chat", TranscriptPageRequest(max_batches=10))
+        assert [item for _, item in page.into_positioned_items_chronological()] == list(
+            chat.context
+        )
+        executions = store.execution_page("chat", ExecutionPageRequest(limit=10)).executions
+        assert [execution.turn_id for execution in executions] == ["t3", "t2", "t1"]
+        fork = store.load("chat-fork")
+        assert fork is not None
+        assert list(fork.context) == list(chat.context[:4])
+        sessions = store.list_sessions_page(SessionPageRequest(limit=10)).sessions
+        assert sorted(summary.session_id for summary in sessions) == ["chat", "chat-fork", "rt"]
+        assert store.load_state("global", "k") == {"v": [1, 2, 3]}
+        rt = store.runtime("rt")
+        head = rt.load_session()
+        assert head is not None
+        assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
+        assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 3
+    assert len(postgres_schema.MIGRATIONS) == 3
+
+
+def test_a_migrated_schema_2_database_takes_new_writes_under_the_new_rules(
+    backend_name, database, pg_schema, store_url
+):
+    """The next save appends to the stored context; a URI the fixture's entry names is taken."""
+    _restore(backend_name, database, pg_schema)
+    with turnstore.open_blocking(store_url) as store:
+        chat = store.load("chat")
+        assert chat is not None
+        chat.sequence += 1
+        chat.context.append({"role": "user", "content": "question 4"})
+        store.save(chat, [chat.context[-1]])
+        reloaded = store.load("chat")
+        assert reloaded is not None
+        assert list(reloaded.context) == list(chat.context)
+        assert store.runtime("x").canonical_uri_in_use("/files/rt/doc")
+        intent = AttachmentIntent(
+            attachment_id="x-doc",
+            session_id="x",
+            canonical_uri="/files/rt/doc",
+            intent_at_epoch_ms=1,
+        )
+        with pytest.raises(turnstore.InvalidInput):
+            store.runtime("x").record_intent(intent)
