@@ -646,6 +646,13 @@ def state_comes_back(harness: Harness, args: tuple[Any, ...], result: Any) -> No
     assert loaded == msgspec.json.decode(msgspec.json.encode(value))
 
 
+def items_come_back(harness: Harness, args: tuple[Any, ...], result: Any) -> None:
+    """Items an append took are the newest of the session's context, equal (tuples as lists)."""
+    session_id, items, _ = args
+    tail = harness.invoke(CASES["context_tail"], (session_id, len(items)))
+    assert tail == msgspec.json.decode(msgspec.json.encode(items))
+
+
 Part = Param | Callable[[str], Param]
 """A parameter, or a function of the bound session id that gives one."""
 
@@ -773,6 +780,10 @@ CASE_LIST = [
     ),
     Case("delete_sessions", (ID_COLLECTIONS,)),
     Case("list_uncommitted_attachments", (p(st.integers(0, 10)),)),
+    Case("append_context", (p(GOOD_IDS), ITEMS, p(maybe(GOOD_IDS))), after=items_come_back),
+    Case("pop_context", (p(GOOD_IDS), p(st.integers(1, 3)))),
+    Case("clear_context", (p(GOOD_IDS),)),
+    Case("context_tail", (p(GOOD_IDS), p(maybe(st.integers(0, 5))))),
     Case("load_state", (p(GOOD_IDS), p(GOOD_IDS))),
     Case("save_state", (p(GOOD_IDS), p(GOOD_IDS), STATE_VALUES), after=state_comes_back),
     Case("load_session", (SCOPES,), runtime=True),

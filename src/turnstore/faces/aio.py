@@ -172,6 +172,28 @@ class Store:
         """Every session's uncommitted attachment intents older than a time, deleted ones too."""
         return await self._driver.run(runtime_ops.list_every_uncommitted(older_than_epoch_ms))
 
+    async def append_context(
+        self, session_id: str, items: Iterable[Any], owner_id: str | None = None
+    ) -> int:
+        """Append items to a session's context and transcript in one commit; the new sequence.
+
+        A missing session is created at sequence 1, owned by `owner_id`; an existing one
+        keeps its owner.
+        """
+        return await self._driver.run(checkpoint_ops.append_context(session_id, items, owner_id))
+
+    async def pop_context(self, session_id: str, count: int = 1) -> list[Any]:
+        """Remove a session's newest `count` context items; return them, oldest first."""
+        return await self._driver.run(checkpoint_ops.pop_context(session_id, count))
+
+    async def clear_context(self, session_id: str) -> bool:
+        """Remove every context item of a session; False if there is no such session."""
+        return await self._driver.run(checkpoint_ops.clear_context(session_id))
+
+    async def context_tail(self, session_id: str, limit: int | None = None) -> list[Any]:
+        """Load a session's newest `limit` context items (all when None), oldest first."""
+        return await self._driver.run(checkpoint_ops.context_tail(session_id, limit))
+
     async def load_state(self, scope: str, key: str) -> Any:
         """Load one middleware state value, or None."""
         return await self._driver.run(checkpoint_ops.load_state(scope, key))

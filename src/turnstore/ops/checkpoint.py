@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from turnstore.backends.sql import checkpoints, journals, sessions
+from turnstore.backends.sql import checkpoints, context_items, journals, sessions
 from turnstore.backends.sql.engine import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -25,7 +25,14 @@ from turnstore.records.context import Context, ContextMark
 from turnstore.records.protocol import Event
 from turnstore.rules.events import event_turn_page_steps, prepare_event
 from turnstore.rules.pages import catalog_query, journal_query, recent_limit
-from turnstore.rules.saves import PreparedSave, prepare_fork, prepare_save
+from turnstore.rules.saves import (
+    PreparedSave,
+    pop_count,
+    prepare_append,
+    prepare_fork,
+    prepare_save,
+    tail_limit,
+)
 from turnstore.rules.validation import validate_session_id, validate_session_ids
 from turnstore.rules.values import collection, encoded_text, json_value, require, text
 from turnstore.steps import Steps, origin, read, write
@@ -168,3 +175,37 @@ def save_state(scope: str, key: str, value: Any) -> Steps[None]:
     scope, key = text(scope, "scope"), text(key, "key")
     value_json = encoded_text(json_value(value, "middleware state"), "middleware state")
     yield from write(lambda tx: checkpoints.save_state(tx, scope, key, value_json))
+
+
+def append_context(session_id: str, items: Iterable[Any], owner_id: str | None) -> Steps[int]:
+    """Append items to a session's context and transcript in one commit; the new sequence."""
+    prepared = prepare_append(session_id, items, owner_id)
+    return (
+        yield from write(
+            lambda tx: context_items.append(
+                tx, prepared.created, prepared.items_json, prepared.count, prepared.tail_digest
+            )
+        )
+    )
+
+
+def pop_context(session_id: str, count: int) -> Steps[list[Any]]:
+    """Remove a session's newest context items and return them, oldest first."""
+    session_id = validate_session_id(session_id)
+    drop = pop_count(count)
+    removed = yield from write(lambda tx: context_items.truncate(tx, session_id, drop))
+    return [] if removed is None else removed
+
+
+def clear_context(session_id: str) -> Steps[bool]:
+    """Remove every context item of a session; False if there is no such session."""
+    session_id = validate_session_id(session_id)
+    removed = yield from write(lambda tx: context_items.truncate(tx, session_id, None))
+    return removed is not None
+
+
+def context_tail(session_id: str, limit: int | None) -> Steps[list[Any]]:
+    """Load a session's newest context items, oldest first, without the rest."""
+    session_id = validate_session_id(session_id)
+    checked = tail_limit(limit)
+    return (yield from read(lambda tx: context_items.tail(tx, session_id, checked)))

@@ -9,13 +9,17 @@ from typing import Any
 import msgspec
 
 from turnstore.errors import InvalidInput
+from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, TimestampedEvent
 from turnstore.records.context import CLEAN, Context, ContextMark
+from turnstore.records.protocol import SessionContext
+from turnstore.rules.context import digest
 from turnstore.rules.events import PreparedEvent, prepare_event
 from turnstore.rules.messages import user_text
 from turnstore.rules.validation import (
     display_text,
     is_clean_start,
+    optional_identifier,
     validate_checkpoint,
     validate_execution,
     validate_session_id,
@@ -25,6 +29,7 @@ from turnstore.rules.values import (
     checked,
     collection,
     encoded_items,
+    integer,
     is_blank,
     require,
     revalidated,
@@ -158,3 +163,51 @@ def prepare_fork(
     # The child's starting context is its first transcript batch, so its history pages
     # show what it began with.
     return PreparedFork(parent, sequence, prepare_save(child, child.context, None, ()))
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedAppend:
+    """A validated append of context items, encoded before any I/O.
+
+    `created` is the save that creates the session when it does not exist yet: sequence 1,
+    the items as its context and as its first transcript batch.
+    """
+
+    created: PreparedSave
+    items_json: str
+    count: int
+    tail_digest: bytes
+
+
+def prepare_append(session_id: object, items: object, owner_id: object) -> PreparedAppend:
+    """Validate an append: a session id, a non-empty ordered list of values, an owner or None."""
+    session_id = validate_session_id(session_id)
+    appended = collection(items, "items", ordered=True)
+    if not appended:
+        raise InvalidInput("items cannot be empty: an append writes at least one item")
+    items_json = encoded_items(appended, "items")  # first, so a refusal names the items
+    owner = optional_identifier(owner_id, "owner ID")
+    checkpoint = Checkpoint(
+        session_id=session_id,
+        sequence=1,
+        context=appended,
+        session_context=SessionContext(owner_id=owner),
+    )
+    return PreparedAppend(
+        created=prepare_save(checkpoint, appended, None, ()),
+        items_json=items_json.decode(),
+        count=len(appended),
+        tail_digest=digest(encode_json(appended[-1])),
+    )
+
+
+def pop_count(count: object) -> int:
+    """The number of items a pop removes: an integer of at least 1."""
+    return integer(count, "count must be an integer of at least 1", low=1)
+
+
+def tail_limit(limit: object) -> int | None:
+    """How many newest context items a tail read returns: None (all) or an integer >= 0."""
+    if limit is None:
+        return None
+    return integer(limit, "limit must be None or a non-negative integer")

@@ -187,7 +187,7 @@ def _append(
     tx: Tx, save: PreparedSave, plan: ContextWrite, latest_event: int
 ) -> list[JournalEvent]:
     """Write what a save appends: context chunk, transcript batch, execution, events."""
-    _insert_items(tx, save, plan)
+    insert_items(tx, save, plan)
     if save.execution is not None:
         started_at_ms, record_json = save.execution
         params = (save.session_id, save.sequence, record_json, started_at_ms)
@@ -195,7 +195,7 @@ def _append(
     return journals.store_events(tx, save.session_id, latest_event, save.events)
 
 
-def _insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
+def insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
     """Write the appended context chunk and the transcript batch of one save."""
     sql = tx.sql(CheckpointSql)
     items = None if plan.items_json is None else plan.items_json.decode()
@@ -262,7 +262,7 @@ def fork(tx: Tx, fork: PreparedFork) -> SessionSummary:
     plan = plan_context_write(None, child.context_epoch, child.context)
     if not sessions.insert(tx, child, plan, Branch(fork.parent_session_id, fork.parent_sequence)):
         raise SessionExists("fork child session already exists", session_id=child.session_id)
-    _insert_items(tx, child, plan)
+    insert_items(tx, child, plan)
     created = sessions.summary(tx, child.session_id)
     assert created is not None
     return created

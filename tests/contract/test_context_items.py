@@ -1,0 +1,246 @@
+"""Item-level context edits: append, pop, clear and tail, on every backend and face.
+
+- `append_context` creates a session at sequence 1 (owned as asked) and advances an existing
+  one by one, with the items as its context and as one transcript batch, in one commit;
+- `pop_context` removes the newest items and returns them oldest first; `clear_context`
+  removes all; the transcript keeps every batch it journaled;
+- `context_tail` reads only the newest items, equal to the list's tail for any limit;
+- a random mix of edits and checkpoint saves agrees with a plain list after every step;
+- a pop rewrites at most the one chunk holding the last kept item, never the history;
+- an edit advances the sequence, so a writer holding an older checkpoint gets
+  `SequenceConflict` instead of undoing it;
+- concurrent appends to one session keep one total order and lose nothing;
+- bad arguments are `InvalidInput` and change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+
+from turnstore import Checkpoint, InvalidInput, SequenceConflict, TranscriptPageRequest
+
+SESSION = "items"
+
+
+def item(number: int) -> dict[str, Any]:
+    """A context item holding its number."""
+    return {"type": "message", "role": "user" if number % 2 else "assistant", "n": number}
+
+
+async def transcript(store: Any, session_id: str) -> list[tuple[int, list[Any]]]:
+    """Every transcript batch of a session, oldest first, as (sequence, items)."""
+    page = await store.transcript_page(session_id, TranscriptPageRequest(max_batches=10_000))
+    return [(batch.sequence, batch.items) for batch in reversed(page.batches)]
+
+
+async def test_append_creates_the_session_then_advances_it_by_one(store):
+    first = [{"role": "user", "content": "hello"}, item(1)]
+    assert await store.append_context(SESSION, first, "alice") == 1
+    assert await store.append_context(SESSION, [item(2)], "bob") == 2
+    checkpoint = await store.load(SESSION)
+    assert checkpoint.sequence == 2
+    assert list(checkpoint.context) == [*first, item(2)]
+    summary = await store.session_summary(SESSION)
+    assert summary.sequence == 2
+    assert summary.session_context.owner_id == "alice"  # the creator's owner is kept
+    assert summary.first_user_message == "hello"
+    assert await transcript(store, SESSION) == [(1, first), (2, [item(2)])]
+
+
+async def test_pop_returns_the_newest_items_oldest_first_and_keeps_the_transcript(store):
+    await store.append_context(SESSION, [item(1), item(2), item(3)])
+    await store.append_context(SESSION, [item(4)])
+    assert await store.pop_context(SESSION) == [item(4)]
+    assert await store.pop_context(SESSION, 2) == [item(2), item(3)]
+    assert await store.context_tail(SESSION) == [item(1)]
+    assert await store.pop_context(SESSION, 5) == [item(1)]
+    assert await store.pop_context(SESSION) == []  # nothing left to pop
+    checkpoint = await store.load(SESSION)
+    assert (checkpoint.sequence, list(checkpoint.context)) == (5, [])
+    assert await transcript(store, SESSION) == [(1, [item(1), item(2), item(3)]), (2, [item(4)])]
+
+
+async def test_clear_removes_every_item_and_the_session_stays(store):
+    await store.append_context(SESSION, [item(1), item(2)])
+    await store.append_context(SESSION, [item(3)])
+    assert await store.clear_context(SESSION) is True
+    assert await store.context_tail(SESSION) == []
+    assert (await store.session_summary(SESSION)).sequence == 3
+    assert await store.append_context(SESSION, [item(4)]) == 4
+    assert await store.context_tail(SESSION) == [item(4)]
+    assert [items for _, items in await transcript(store, SESSION)] == [
+        [item(1), item(2)],
+        [item(3)],
+        [item(4)],
+    ]
+
+
+async def test_a_missing_session_reads_empty_and_is_not_created(store):
+    assert await store.context_tail("nobody") == []
+    assert await store.pop_context("nobody") == []
+    assert await store.clear_context("nobody") is False
+    assert await store.session_summary("nobody") is None
+
+
+@pytest.mark.parametrize("limit", [None, 0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 100])
+async def test_tail_is_the_lists_tail_for_any_limit(store, limit):
+    items = [item(number) for number in range(10)]
+    for start, end in ((0, 3), (3, 4), (4, 8), (8, 10)):  # chunks of 3, 1, 4 and 2 items
+        await store.append_context(SESSION, items[start:end])
+    expected = items if limit is None else items[len(items) - min(limit, len(items)) :]
+    assert await store.context_tail(SESSION, limit) == expected
+
+
+async def test_edits_and_saves_agree_with_a_list_after_every_step(store):
+    """Appends, pops, clears and checkpoint saves in a random order, checked after each."""
+    rng = random.Random(20261201)
+    model: list[Any] = []
+    batches: list[list[Any]] = []
+    sequence = 0
+    for step in range(150):
+        action = rng.choice(["append"] * 5 + ["pop"] * 3 + ["clear", "save"])
+        if action == "append":
+            new = [item(step * 10 + n) for n in range(rng.randint(1, 4))]
+            sequence = await store.append_context(SESSION, new)
+            model += new
+            batches.append(new)
+        elif action == "pop":
+            count = rng.randint(1, 5)
+            removed = await store.pop_context(SESSION, count)
+            assert removed == model[len(model) - min(count, len(model)) :]
+            del model[len(model) - len(removed) :]
+            sequence += 1 if removed else 0  # removing nothing writes nothing
+        elif action == "clear":
+            assert await store.clear_context(SESSION) is bool(sequence)
+            sequence += 1 if model else 0
+            model.clear()
+        else:
+            # A checkpoint save on top of item edits: the context as loaded plus two items.
+            checkpoint = await store.load(SESSION) or Checkpoint.empty(SESSION)
+            new = [item(step * 10), item(step * 10 + 1)]
+            checkpoint.context.extend(new)
+            checkpoint.sequence += 1
+            await store.save(checkpoint, new)
+            sequence = checkpoint.sequence
+            model += new
+            batches.append(new)
+        loaded = await store.load(SESSION)
+        if sequence == 0:
+            assert loaded is None
+            continue
+        assert (loaded.sequence, list(loaded.context)) == (sequence, model), step
+        limit = rng.randint(0, 8)
+        newest = model[len(model) - min(limit, len(model)) :]
+        assert await store.context_tail(SESSION, limit) == newest
+    assert [items for _, items in await transcript(store, SESSION)] == batches
+
+
+async def test_an_edit_refuses_a_writer_holding_an_older_checkpoint(store):
+    await store.append_context(SESSION, [item(1), item(2)])
+    stale = await store.load(SESSION)
+    assert await store.pop_context(SESSION) == [item(2)]
+    stale.context.append(item(3))
+    stale.sequence += 1
+    with pytest.raises(SequenceConflict) as refused:
+        await store.save(stale, [item(3)])
+    assert (refused.value.stored, refused.value.attempted) == (2, 2)
+    fresh = await store.load(SESSION)
+    assert list(fresh.context) == [item(1)]
+    fresh.context.append(item(3))
+    fresh.sequence += 1
+    await store.save(fresh, [item(3)])
+    assert await store.context_tail(SESSION) == [item(1), item(3)]
+
+
+async def test_append_keeps_the_checkpoints_other_fields(store):
+    checkpoint = Checkpoint.empty(SESSION)
+    checkpoint.sequence = 1
+    checkpoint.first_user_message = "kept"
+    checkpoint.context.append(item(0))
+    await store.save(checkpoint, [item(0)])
+    assert await store.append_context(SESSION, [item(1)]) == 2
+    loaded = await store.load(SESSION)
+    assert loaded.first_user_message == "kept"
+    assert list(loaded.context) == [item(0), item(1)]
+
+
+def _chunk_versions(database: Any) -> dict[int, str]:
+    """Each context chunk's start and physical row version (rewritten rows get a new one)."""
+    version = "ctid::text" if database.backend == "postgres" else "CAST(rowid AS TEXT)"
+    rows = database.query(
+        f"SELECT start, {version} FROM context_chunks WHERE session_id = ?", (SESSION,)
+    )
+    return dict(rows)
+
+
+async def test_a_pop_rewrites_at_most_the_chunk_holding_the_last_kept_item(store, database):
+    for number in range(0, 200, 4):
+        await store.append_context(SESSION, [item(number + n) for n in range(4)])
+    before = _chunk_versions(database)
+    assert await store.pop_context(SESSION) == [item(199)]  # inside the last chunk
+    after = _chunk_versions(database)
+    assert set(after) == set(before)
+    assert {start for start in before if before[start] != after[start]} <= {196}
+    assert await store.pop_context(SESSION, 3) == [item(196), item(197), item(198)]
+    untouched = _chunk_versions(database)
+    assert set(untouched) == set(before) - {196}  # the emptied chunk is gone, no other
+    assert all(untouched[start] == before[start] for start in untouched)
+
+
+async def test_concurrent_appends_keep_one_total_order(store):
+    writers, rounds = 8, 10
+
+    async def writer(number: int) -> list[int]:
+        sequences = []
+        for step in range(rounds):
+            batch = [item(number * 1000 + step * 10 + n) for n in range(2)]
+            sequences.append(await store.append_context(SESSION, batch))
+        return sequences
+
+    results = await asyncio.gather(*(writer(number) for number in range(writers)))
+    sequences = sorted(sequence for result in results for sequence in result)
+    assert sequences == list(range(1, writers * rounds + 1))  # each append got its own
+    batches = await transcript(store, SESSION)
+    assert [sequence for sequence, _ in batches] == sequences
+    context = await store.context_tail(SESSION)
+    assert context == [entry for _, items in batches for entry in items]  # the commit order
+
+
+BAD_CALLS = [
+    ("append_context", (SESSION, "abc"), "items must be a list"),
+    ("append_context", (SESSION, {"a": 1}), "items must be a list"),
+    ("append_context", (SESSION, []), "items cannot be empty"),
+    ("append_context", (SESSION, [float("nan")]), "not a finite number"),
+    ("append_context", (SESSION, [b"x"]), r"items\[0\]: \$ is of type bytes"),
+    ("append_context", (SESSION, [item(1)], 7), "owner ID must be a string"),
+    ("append_context", ("", [item(1)]), "session ID"),
+    ("append_context", ("a\x00b", [item(1)]), "NUL"),
+    ("pop_context", (SESSION, 0), "count must be an integer of at least 1"),
+    ("pop_context", (SESSION, True), "count must be an integer"),
+    ("pop_context", (SESSION, "1"), "count must be an integer"),
+    ("clear_context", (7,), "session ID"),
+    ("context_tail", (SESSION, -1), "limit must be None or a non-negative integer"),
+    ("context_tail", (SESSION, 1.5), "limit must be None or a non-negative integer"),
+]
+
+
+@pytest.mark.parametrize(("method", "args", "message"), BAD_CALLS)
+async def test_bad_arguments_are_refused_and_change_nothing(store, database, method, args, message):
+    await store.append_context(SESSION, [item(1)])
+    before = database.query("SELECT start, items_json FROM context_chunks ORDER BY start")
+    with pytest.raises(InvalidInput, match=message):
+        await getattr(store, method)(*args)
+    assert database.query("SELECT start, items_json FROM context_chunks ORDER BY start") == before
+    assert (await store.session_summary(SESSION)).sequence == 1
+
+
+async def test_deleting_the_session_removes_its_items(store, database):
+    await store.append_context(SESSION, [item(1), item(2)])
+    assert await store.delete_sessions([SESSION]) is True
+    assert await store.context_tail(SESSION) == []
+    assert database.count("context_chunks") == 0
+    assert database.count("transcript_delta") == 0
