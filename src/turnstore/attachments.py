@@ -3,9 +3,12 @@
 Order of a write: record the intent, write the bytes to a temporary file and fsync it, rename
 it into place and fsync its folder; only then is the id committed (in the turn's runtime
 commit or by `commit_refs`). A folder the store creates is made durable (its parent fsynced)
-before any payload lands in it. A crash anywhere leaves no file, a temporary file, or a file
-whose intent is uncommitted; the sweeps delete those once older than the caller's threshold,
-and never a file that a manifest entry still names.
+before any payload lands in it; each put fsyncs its session folder's entry in the root, and a
+store instance's first put every folder above the root, since another writer may have made
+(or removed and made again) one of them and crashed before fsyncing its parent. A crash
+anywhere leaves no file, a temporary file, or a file whose intent is uncommitted; the sweeps
+delete those once older than the caller's threshold, and never a file that a manifest entry
+still names.
 """
 
 from __future__ import annotations
@@ -96,9 +99,8 @@ class FileAttachmentStore:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
-        # Folders known to be durable: created here, or their parent fsynced once by this
-        # instance (a folder found on disk may come from a writer that crashed before that).
-        self._durable: set[Path] = set()
+        # Folders whose entries up to the file system's root this instance made durable.
+        self._root_durable = False
 
     def path_for(self, session_id: str, attachment_id: str) -> Path:
         """Where an attachment's bytes live: `root/<session name>/<attachment name>`.
@@ -209,9 +211,34 @@ class FileAttachmentStore:
     # --- the steps ----------------------------------------------------------------------------
 
     def _ensure_folder(self, folder: Path) -> None:
-        """Make `folder` and the root exist, as durable folders of mode 0700."""
-        if folder in self._durable:
-            return
+        """Make `folder` (a session's) exist under the root, every entry above it durable.
+
+        The root, and every folder above it, are made durable once per instance: a folder
+        found on disk may come from a writer that crashed before fsyncing its parent. The
+        session folder's entry in the root is fsynced on every put, because another writer
+        may have removed that folder as empty and made it again without fsyncing the root
+        yet (a folder's path says nothing of which folder it is now).
+        """
+        if not self._root_durable:
+            self._make_durable_folder(self.root)
+            # Up to the file system's root: any of them may be a crashed writer's new folder.
+            for ancestor in self.root.parents:
+                with suppress(PermissionError):  # one we cannot open, we never wrote into
+                    _fsync_folder(ancestor)
+            self._root_durable = True
+        try:
+            os.mkdir(folder, FOLDER_MODE)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.stat(folder).st_mode):
+                raise NotADirectoryError(
+                    errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)
+                ) from None
+        else:
+            os.chmod(folder, FOLDER_MODE)  # the umask may have taken bits away
+        _fsync_folder(folder.parent)
+
+    def _make_durable_folder(self, folder: Path) -> None:
+        """Make `folder` and its missing ancestors, each followed by an fsync of its parent."""
         missing = []
         current = folder
         while True:
@@ -232,11 +259,6 @@ class FileAttachmentStore:
             else:
                 os.chmod(created, FOLDER_MODE)  # the umask may have taken bits away
             _fsync_folder(created.parent)
-            self._durable.add(created)
-        for found in (self.root, folder):
-            if found not in self._durable:
-                _fsync_folder(found.parent)
-                self._durable.add(found)
 
     def _write(self, temporary: Path, payload: memoryview) -> None:
         """Write the payload to a new temporary file, mode 0600, and fsync it."""
@@ -244,8 +266,7 @@ class FileAttachmentStore:
         try:
             descriptor = os.open(temporary, flags, FILE_MODE)
         except FileNotFoundError:
-            # A sweep removed the folder as empty after it was checked; make it again.
-            self._durable.discard(temporary.parent)
+            # A sweep removed the folder as empty after it was made; make it again.
             self._ensure_folder(temporary.parent)
             descriptor = os.open(temporary, flags, FILE_MODE)
         try:
