@@ -10,6 +10,9 @@
 - an edit advances the sequence, so a writer holding an older checkpoint gets
   `SequenceConflict` instead of undoing it;
 - concurrent appends to one session keep one total order and lose nothing;
+- `context_window` reads any run of items with the sequence it read at, and
+  `replace_context` swaps a suffix (dropping a prefix too, if asked) only while the session is
+  still at that sequence: any write in between makes it return False and write nothing;
 - bad arguments are `InvalidInput` and change nothing.
 """
 
@@ -225,6 +228,13 @@ BAD_CALLS = [
     ("clear_context", (7,), "session ID"),
     ("context_tail", (SESSION, -1), "limit must be None or a non-negative integer"),
     ("context_tail", (SESSION, 1.5), "limit must be None or a non-negative integer"),
+    ("context_window", (SESSION, -1, None), "before must be None or a non-negative integer"),
+    ("context_window", (SESSION, None, "2"), "limit must be None or a non-negative integer"),
+    ("replace_context", (SESSION, -1, 0, []), "sequence must be a non-negative integer"),
+    ("replace_context", (SESSION, 1, None, []), "start must be a non-negative integer"),
+    ("replace_context", (SESSION, 1, 0, "ab"), "items must be a list"),
+    ("replace_context", (SESSION, 1, 0, [float("inf")]), "not a finite number"),
+    ("replace_context", (SESSION, 1, 0, [], -2), "drop_prefix must be a non-negative integer"),
 ]
 
 
@@ -244,3 +254,113 @@ async def test_deleting_the_session_removes_its_items(store, database):
     assert await store.context_tail(SESSION) == []
     assert database.count("context_chunks") == 0
     assert database.count("transcript_delta") == 0
+
+
+# --- windows and conditional replacement ---------------------------------------------------
+
+
+async def _filled(store: Any, count: int, batch: int = 3) -> list[Any]:
+    items = [item(number) for number in range(count)]
+    for start in range(0, count, batch):
+        await store.append_context(SESSION, items[start : start + batch])
+    return items
+
+
+@pytest.mark.parametrize(
+    ("before", "limit"), [(None, None), (None, 4), (5, 2), (5, None), (0, 3), (7, 0), (99, 3)]
+)
+async def test_a_window_is_the_lists_slice_with_the_sequence(store, before, limit):
+    items = await _filled(store, 10)
+    window = await store.context_window(SESSION, before, limit)
+    end = len(items) if before is None else min(before, len(items))
+    first = 0 if limit is None else max(0, end - limit)
+    assert (window.items, window.start, window.length) == (items[first:end], first, 10)
+    assert window.sequence == (await store.session_summary(SESSION)).sequence == 4
+    missing = await store.context_window("nobody", None, 3)
+    assert (missing.items, missing.start, missing.length, missing.sequence) == ([], 0, 0, 0)
+
+
+async def test_replace_swaps_the_suffix_in_one_commit(store):
+    items = await _filled(store, 10)
+    window = await store.context_window(SESSION, None, 4)
+    summary = {"type": "compaction", "summary": "of items 6 to 9"}
+    assert await store.replace_context(SESSION, window.sequence, 6, [summary]) is True
+    loaded = await store.load(SESSION)
+    assert list(loaded.context) == [*items[:6], summary]
+    assert loaded.sequence == window.sequence + 1
+    assert (await transcript(store, SESSION))[-1] == (loaded.sequence, [summary])
+    # The same read again is stale now: nothing is written.
+    assert await store.replace_context(SESSION, window.sequence, 6, [item(99)]) is False
+    assert list((await store.load(SESSION)).context) == [*items[:6], summary]
+
+
+async def test_any_write_after_the_read_makes_a_replace_fail(store):
+    items = await _filled(store, 6)
+    for write in ("append", "pop", "clear", "save"):
+        window = await store.context_window(SESSION, None, None)
+        if write == "append":
+            await store.append_context(SESSION, [item(50)])
+        elif write == "pop":
+            await store.pop_context(SESSION)
+        elif write == "clear":
+            await store.clear_context(SESSION)
+            await store.append_context(SESSION, items)
+        else:
+            checkpoint = await store.load(SESSION)
+            checkpoint.sequence += 1
+            await store.save(checkpoint)
+        before = list((await store.load(SESSION)).context)
+        assert await store.replace_context(SESSION, window.sequence, 0, [item(77)]) is False
+        assert list((await store.load(SESSION)).context) == before, write
+
+
+async def test_replace_with_a_dropped_prefix_rewrites_the_rest_once(store, database):
+    items = await _filled(store, 10)
+    window = await store.context_window(SESSION, None, 3)
+    summary = {"type": "compaction", "summary": "of 7 to 9"}
+    assert await store.replace_context(SESSION, window.sequence, 7, [summary], 2) is True
+    loaded = await store.load(SESSION)
+    assert list(loaded.context) == [*items[2:7], summary]
+    assert loaded.context_epoch == 1  # the stored indexes start at 0 again
+    assert database.count("context_chunks", "session_id = ?", (SESSION,)) == 1
+    # Every journaled batch is still whole, then the replacement.
+    batches = [entry for _, entry in await transcript(store, SESSION)]
+    assert batches == [items[0:3], items[3:6], items[6:9], items[9:10], [summary]]
+    # Edits go on from there as from any context.
+    await store.append_context(SESSION, [item(20)])
+    assert await store.pop_context(SESSION, 2) == [summary, item(20)]
+    assert await store.context_tail(SESSION) == items[2:7]
+
+
+@pytest.mark.parametrize(("start", "drop"), [(0, 0), (3, 0), (4, 0), (10, 0), (10, 10), (5, 5)])
+async def test_replace_at_any_boundary_agrees_with_the_list(store, start, drop):
+    items = await _filled(store, 10, batch=4)  # chunks start at 0, 4 and 8
+    sequence = (await store.context_window(SESSION)).sequence
+    new = [item(100), item(101)]
+    assert await store.replace_context(SESSION, sequence, start, new, drop) is True
+    expected = items[drop:start] + new
+    assert await store.context_tail(SESSION) == expected
+    assert list((await store.load(SESSION)).context) == expected
+    assert await store.context_tail(SESSION, 3) == expected[-3:]
+
+
+async def test_replace_with_nothing_new_only_shortens(store):
+    items = await _filled(store, 5)
+    sequence = (await store.context_window(SESSION)).sequence
+    assert await store.replace_context(SESSION, sequence, 5, []) is True  # changes nothing
+    assert (await store.context_window(SESSION)).sequence == sequence
+    assert await store.replace_context(SESSION, sequence, 2, []) is True
+    assert await store.context_tail(SESSION) == items[:2]
+
+
+@pytest.mark.parametrize(
+    ("start", "drop", "message"),
+    [(11, 0, "within the context"), (3, 4, "after the dropped prefix")],
+)
+async def test_a_replacement_outside_the_context_is_refused(store, database, start, drop, message):
+    await _filled(store, 10)
+    sequence = (await store.context_window(SESSION)).sequence
+    before = database.query("SELECT start, items_json FROM context_chunks ORDER BY start")
+    with pytest.raises(InvalidInput, match=message):
+        await store.replace_context(SESSION, sequence, start, [item(1)], drop)
+    assert database.query("SELECT start, items_json FROM context_chunks ORDER BY start") == before

@@ -784,6 +784,11 @@ CASE_LIST = [
     Case("pop_context", (p(GOOD_IDS), p(st.integers(1, 3)))),
     Case("clear_context", (p(GOOD_IDS),)),
     Case("context_tail", (p(GOOD_IDS), p(maybe(st.integers(0, 5))))),
+    Case("context_window", (p(GOOD_IDS), p(maybe(st.integers(0, 5))), p(maybe(st.integers(0, 5))))),
+    Case(
+        "replace_context",
+        (p(GOOD_IDS), p(st.integers(0, 3)), p(st.integers(0, 4)), ITEMS, p(st.integers(0, 2))),
+    ),
     Case("load_state", (p(GOOD_IDS), p(GOOD_IDS))),
     Case("save_state", (p(GOOD_IDS), p(GOOD_IDS), STATE_VALUES), after=state_comes_back),
     Case("load_session", (SCOPES,), runtime=True),

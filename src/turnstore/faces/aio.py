@@ -19,6 +19,7 @@ from turnstore.ops import runtime as runtime_ops
 from turnstore.records.base import WriterStats
 from turnstore.records.checkpoint import (
     Checkpoint,
+    ContextWindow,
     EventPage,
     EventPageRequest,
     ExecutionPage,
@@ -193,6 +194,29 @@ class Store:
     async def context_tail(self, session_id: str, limit: int | None = None) -> list[Any]:
         """Load a session's newest `limit` context items (all when None), oldest first."""
         return await self._driver.run(checkpoint_ops.context_tail(session_id, limit))
+
+    async def context_window(
+        self, session_id: str, before: int | None = None, limit: int | None = None
+    ) -> ContextWindow:
+        """Load the newest `limit` context items before index `before`, with the sequence."""
+        return await self._driver.run(checkpoint_ops.context_window(session_id, before, limit))
+
+    async def replace_context(
+        self,
+        session_id: str,
+        sequence: int,
+        start: int,
+        items: Iterable[Any],
+        drop_prefix: int = 0,
+    ) -> bool:
+        """Replace the context from `start` on with `items`, if still at `sequence`.
+
+        Also drops the context's first `drop_prefix` items. False, writing nothing, when any
+        write moved the session past `sequence` (compare-and-set, as for a compaction).
+        """
+        return await self._driver.run(
+            checkpoint_ops.replace_context(session_id, sequence, start, items, drop_prefix)
+        )
 
     async def load_state(self, scope: str, key: str) -> Any:
         """Load one middleware state value, or None."""

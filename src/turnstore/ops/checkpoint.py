@@ -9,6 +9,7 @@ from turnstore.backends.sql import checkpoints, context_items, journals, session
 from turnstore.backends.sql.engine import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
+    ContextWindow,
     EventPage,
     EventPageRequest,
     ExecutionPage,
@@ -30,8 +31,10 @@ from turnstore.rules.saves import (
     pop_count,
     prepare_append,
     prepare_fork,
+    prepare_replace,
     prepare_save,
     tail_limit,
+    window_bound,
 )
 from turnstore.rules.validation import validate_session_id, validate_session_ids
 from turnstore.rules.values import collection, encoded_text, json_value, require, text
@@ -209,3 +212,30 @@ def context_tail(session_id: str, limit: int | None) -> Steps[list[Any]]:
     session_id = validate_session_id(session_id)
     checked = tail_limit(limit)
     return (yield from read(lambda tx: context_items.tail(tx, session_id, checked)))
+
+
+def context_window(session_id: str, before: int | None, limit: int | None) -> Steps[ContextWindow]:
+    """Load the newest `limit` context items before index `before`, with the sequence."""
+    session_id = validate_session_id(session_id)
+    end, count = window_bound(before, "before"), window_bound(limit, "limit")
+    return (yield from read(lambda tx: context_items.window(tx, session_id, end, count)))
+
+
+def replace_context(
+    session_id: str, sequence: int, start: int, items: Iterable[Any], drop_prefix: int
+) -> Steps[bool]:
+    """Replace a context's items from `start` on, if the session is still at `sequence`."""
+    prepared = prepare_replace(session_id, sequence, start, items, drop_prefix)
+    return (
+        yield from write(
+            lambda tx: context_items.replace(
+                tx,
+                prepared.session_id,
+                prepared.expected_sequence,
+                prepared.start,
+                prepared.drop_prefix,
+                prepared.items,
+                prepared.items_json,
+            )
+        )
+    )

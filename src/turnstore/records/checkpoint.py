@@ -302,6 +302,18 @@ class Checkpoint(Record, kw_only=True):
         return record
 
 
+class ContextWindow(Record, kw_only=True):
+    """A run of a session's context items, read with the sequence the session was at."""
+
+    items: list[Any]
+    start: U64
+    """The context index of `items[0]`: 0 when the run begins at the oldest item."""
+    length: U64
+    """How many items the whole context holds."""
+    sequence: U64
+    """The session's sequence at the read (0 when there is no such session)."""
+
+
 class SessionSummary(Record, kw_only=True):
     """Catalog metadata of one durable session, read without decoding its checkpoint."""
 

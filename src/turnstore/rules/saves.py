@@ -208,6 +208,39 @@ def pop_count(count: object) -> int:
 
 def tail_limit(limit: object) -> int | None:
     """How many newest context items a tail read returns: None (all) or an integer >= 0."""
-    if limit is None:
+    return window_bound(limit, "limit")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedReplace:
+    """A validated conditional replacement of a context's newest items."""
+
+    session_id: str
+    expected_sequence: int
+    start: int
+    drop_prefix: int
+    items: list[Any]
+    items_json: str | None
+
+
+def prepare_replace(
+    session_id: object, expected_sequence: object, start: object, items: object, drop_prefix: object
+) -> PreparedReplace:
+    """Validate a replacement: storable integers, an ordered list of values (maybe empty)."""
+    replacement = collection(items, "items", ordered=True)
+    encoded = encoded_items(replacement, "items").decode() if replacement else None
+    return PreparedReplace(
+        session_id=validate_session_id(session_id),
+        expected_sequence=integer(expected_sequence, "sequence must be a non-negative integer"),
+        start=integer(start, "start must be a non-negative integer"),
+        drop_prefix=integer(drop_prefix, "drop_prefix must be a non-negative integer"),
+        items=replacement,
+        items_json=encoded,
+    )
+
+
+def window_bound(value: object, name: str) -> int | None:
+    """A window read's `before` or `limit`: None or an integer >= 0."""
+    if value is None:
         return None
-    return integer(limit, "limit must be None or a non-negative integer")
+    return integer(value, f"{name} must be None or a non-negative integer")

@@ -15,9 +15,9 @@ import msgspec
 from turnstore.backends.sql import sessions
 from turnstore.backends.sql.checkpoints import CheckpointSql, StoredChunk, insert_items
 from turnstore.backends.sql.engine import Statements, Tx, select
-from turnstore.errors import CorruptRecord, StorageError
+from turnstore.errors import CorruptRecord, InvalidInput, StorageError
 from turnstore.records.base import decode_stored, encode_json
-from turnstore.records.checkpoint import Checkpoint
+from turnstore.records.checkpoint import Checkpoint, ContextWindow
 from turnstore.rules.context import digest, plan_context_write
 from turnstore.rules.saves import PreparedSave
 
@@ -30,9 +30,10 @@ class LockedContext(NamedTuple):
     context_length: int
 
 
-class Tail(NamedTuple):
-    """The session-row columns a tail read needs."""
+class Window(NamedTuple):
+    """The session-row columns a window read needs."""
 
+    latest_sequence: int
     context_length: int
 
 
@@ -40,7 +41,7 @@ class ContextItemSql(Statements):
     """Statements of item-level context edits."""
 
     lock = select(LockedContext, "FROM sessions WHERE session_id = ?{lock}")
-    length = select(Tail, "FROM sessions WHERE session_id = ?")
+    window = select(Window, "FROM sessions WHERE session_id = ?")
     # The chunks from the one holding context index ? on: a tail read or a truncation
     # touches these and no earlier chunk.
     chunks_from = select(
@@ -57,13 +58,20 @@ class ContextItemSql(Statements):
         " first_user_message = COALESCE(first_user_message, ?), updated_at = {now}"
         " WHERE session_id = ?"
     )
+    rewritten = (
+        "UPDATE sessions SET latest_sequence = ?, checkpoint_state_json = ?,"
+        " context_epoch = ?, context_length = ?, context_tail = ?, updated_at = {now}"
+        " WHERE session_id = ?"
+    )
 
 
-def _advanced(row: LockedContext, session_id: str) -> tuple[int, str]:
-    """The next sequence and the stored checkpoint's JSON at it."""
+def _advanced(row: LockedContext, session_id: str, epoch: int | None = None) -> tuple[int, str]:
+    """The next sequence and the stored checkpoint's JSON at it (and at `epoch`, if given)."""
     checkpoint = decode_stored(row.checkpoint_state_json, Checkpoint, "checkpoint", session_id)
     sequence = row.latest_sequence + 1
     state = msgspec.structs.replace(checkpoint, sequence=sequence)
+    if epoch is not None:
+        state = msgspec.structs.replace(state, context_epoch=epoch)
     return sequence, encode_json(state).decode()
 
 
@@ -126,25 +134,20 @@ def _ending_at(runs: list[tuple[int, list[Any]]], length: int, session_id: str) 
         )
 
 
-def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
-    """Remove the newest `drop` context items (all when None); None if there is no session.
+def _cut(
+    tx: Tx, session_id: str, length: int, keep: int, read: bool
+) -> tuple[list[Any], bytes | None]:
+    """Shorten the stored context from `length` to `keep` items; the removed ones and the tail.
 
-    Returns the removed items, oldest first (an empty list when `drop` is None: a clear reads
-    nothing it removes). The transcript keeps every batch it journaled.
+    Rewrites at most the chunk holding the last kept item. Without `read`, a cut to nothing
+    reads no chunk and returns no items.
     """
-    row = _lock(tx, session_id)
-    if row is None:
-        return None
-    length = row.context_length
-    keep = 0 if drop is None else max(0, length - drop)
-    if keep == length:
-        return []
     sql = tx.sql(ContextItemSql)
     removed: list[Any] = []
     cut = 0  # chunks from this context index on are deleted
     rewrite: tuple[int, list[Any]] | None = None
     tail = None
-    if drop is not None or keep:
+    if read or keep:
         # From the chunk holding the last kept item (its digest becomes the tail) on.
         runs = _runs_from(tx, session_id, max(keep - 1, 0))
         _ending_at(runs, length, session_id)
@@ -164,17 +167,103 @@ def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
         # The chunk holding the last kept item, shortened: the only chunk rewritten.
         chunk = (session_id, rewrite[0], encode_json(rewrite[1]).decode())
         tx.run(tx.sql(CheckpointSql).insert_chunk, chunk)
+    return removed, tail
+
+
+def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
+    """Remove the newest `drop` context items (all when None); None if there is no session.
+
+    Returns the removed items, oldest first (an empty list when `drop` is None: a clear reads
+    nothing it removes). The transcript keeps every batch it journaled.
+    """
+    row = _lock(tx, session_id)
+    if row is None:
+        return None
+    length = row.context_length
+    keep = 0 if drop is None else max(0, length - drop)
+    if keep == length:
+        return []
+    removed, tail = _cut(tx, session_id, length, keep, read=drop is not None)
     sequence, state_json = _advanced(row, session_id)
-    tx.run(sql.advance, (sequence, state_json, keep, tail, None, session_id))
-    return removed if drop is not None else []
+    tx.run(tx.sql(ContextItemSql).advance, (sequence, state_json, keep, tail, None, session_id))
+    return removed
+
+
+def replace(
+    tx: Tx,
+    session_id: str,
+    expected_sequence: int,
+    start: int,
+    drop_prefix: int,
+    items: list[Any],
+    items_json: str | None,
+) -> bool:
+    """Replace the context from `start` on with `items`, dropping its first `drop_prefix`.
+
+    Only while the session is still at `expected_sequence`: False, writing nothing, once any
+    write moved it on. The items are journaled as one transcript batch. Without a dropped
+    prefix, this rewrites at most one chunk before `start`; a dropped prefix rewrites the
+    rest of the context once, in a new context epoch (stored indexes start at 0).
+    """
+    row = _lock(tx, session_id)
+    if row is None or row.latest_sequence != expected_sequence:
+        return False
+    length = row.context_length
+    if not drop_prefix <= start <= length:
+        raise InvalidInput(
+            f"a replacement must start within the context ({start} of {length} items)"
+            f" and after the dropped prefix ({drop_prefix})"
+        )
+    if drop_prefix == 0 and start == length and not items:
+        return True  # nothing changes
+    sql = tx.sql(ContextItemSql)
+    checkpoint_sql = tx.sql(CheckpointSql)
+    if drop_prefix:
+        kept = tail(tx, session_id, length - drop_prefix)[: start - drop_prefix] + items
+        _cut(tx, session_id, length, 0, read=False)
+        epoch = _stored_epoch(row, session_id) + 1
+        sequence, state_json = _advanced(row, session_id, epoch)
+        if kept:
+            tx.run(checkpoint_sql.insert_chunk, (session_id, 0, encode_json(kept).decode()))
+        if items_json is not None:
+            tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, items_json, None))
+        last = digest(encode_json(kept[-1])) if kept else None
+        tx.run(sql.rewritten, (sequence, state_json, epoch, len(kept), last, session_id))
+        return True
+    last = None  # the items' last, or what the cut leaves last
+    if start < length:
+        _, last = _cut(tx, session_id, length, start, read=False)
+    sequence, state_json = _advanced(row, session_id)
+    if items_json is not None:
+        tx.run(checkpoint_sql.insert_chunk, (session_id, start, items_json))
+        # The batch names the chunk it equals instead of holding a second copy.
+        tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, None, start))
+        last = digest(encode_json(items[-1]))
+    tx.run(sql.advance, (sequence, state_json, start + len(items), last, None, session_id))
+    return True
+
+
+def _stored_epoch(row: LockedContext, session_id: str) -> int:
+    checkpoint = decode_stored(row.checkpoint_state_json, Checkpoint, "checkpoint", session_id)
+    return checkpoint.context_epoch
+
+
+def window(tx: Tx, session_id: str, before: int | None, limit: int | None) -> ContextWindow:
+    """The newest `limit` items (all when None) before index `before` (the end when None)."""
+    row = tx.row(tx.sql(ContextItemSql).window, (session_id,))
+    if row is None:
+        return ContextWindow(items=[], start=0, length=0, sequence=0)
+    length = row.context_length
+    end = length if before is None else min(before, length)
+    first = 0 if limit is None else max(0, end - limit)
+    items: list[Any] = []
+    if end > first:
+        runs = _runs_from(tx, session_id, first)
+        _ending_at(runs, length, session_id)
+        items = [item for _, run in runs for item in run][first - runs[0][0] : end - runs[0][0]]
+    return ContextWindow(items=items, start=first, length=length, sequence=row.latest_sequence)
 
 
 def tail(tx: Tx, session_id: str, limit: int | None) -> list[Any]:
     """The newest `limit` context items (all when None), oldest first; [] without a session."""
-    row = tx.row(tx.sql(ContextItemSql).length, (session_id,))
-    if row is None or row.context_length == 0 or limit == 0:
-        return []
-    first = 0 if limit is None else max(0, row.context_length - limit)
-    runs = _runs_from(tx, session_id, first)
-    _ending_at(runs, row.context_length, session_id)
-    return [item for _, items in runs for item in items][first - runs[0][0] :]
+    return window(tx, session_id, None, limit).items

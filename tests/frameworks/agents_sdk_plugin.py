@@ -1,0 +1,114 @@
+"""A pytest plugin that runs the OpenAI Agents SDK's own session tests against turnstore.
+
+Loaded (`-p agents_sdk_plugin`) into a pytest process run inside the SDK's unpacked source
+distribution. Before collection it puts `TurnstoreSqliteSession` where the tests look up
+`SQLiteSession` (`agents.SQLiteSession`, `agents.memory.SQLiteSession`), so every test that
+builds the SDK's SQLite session builds a turnstore session instead. The SDK's internals
+(`agents.memory.sqlite_session.SQLiteSession`, which other SDK classes subclass or check
+with isinstance) keep the real class.
+
+The substitute takes `SQLiteSession`'s constructor: the same `db_path` and session id share
+history, and each `":memory:"` session is private. Each distinct `db_path` is one turnstore
+database: that SQLite file itself, or on PostgreSQL (`--turnstore-backend postgres`) one
+schema, dropped when the run ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from turnstore.integrations.openai_agents import TurnstoreSession
+
+BACKEND = "sqlite"
+"""The backend under test, set from `--turnstore-backend`."""
+POSTGRES_URL = os.environ.get(
+    "TURNSTORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REPORT = os.environ.get("TURNSTORE_AGENTS_SDK_REPORT")
+"""A file this plugin writes at the end: how many turnstore sessions the tests built."""
+_SCHEMAS: set[str] = set()
+_BUILT = [0]
+_SCRATCH = Path(tempfile.mkdtemp(prefix="turnstore-agents-sdk-"))
+_RUN = uuid.uuid4().hex[:8]
+
+
+def store_url(db_path: str | os.PathLike[str]) -> str:
+    """The turnstore database behind one `SQLiteSession` db_path on the backend under test."""
+    private = str(db_path) == ":memory:"
+    if BACKEND == "postgres":
+        key = uuid.uuid4().hex if private else str(Path(db_path).resolve())
+        schema = f"agents_sdk_{_RUN}_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        _SCHEMAS.add(schema)
+        separator = "&" if "?" in POSTGRES_URL else "?"
+        return f"{POSTGRES_URL}{separator}schema={schema}"
+    if private:
+        return str(_SCRATCH / f"memory-{uuid.uuid4().hex}.sqlite3")
+    return str(Path(db_path))
+
+
+class TurnstoreSqliteSession(TurnstoreSession):
+    """A `TurnstoreSession` built with `SQLiteSession`'s constructor, over its own store."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | os.PathLike[str] = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: Any = None,
+    ) -> None:
+        from agents.memory.session_settings import coerce_session_settings
+
+        super().__init__(
+            session_id,
+            store_url(db_path),
+            session_settings=(
+                None if session_settings is None else coerce_session_settings(session_settings)
+            ),
+        )
+        self.db_path = db_path
+        _BUILT[0] += 1
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--turnstore-backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the backend the substituted sessions use",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global BACKEND
+    BACKEND = config.getoption("--turnstore-backend")
+    import agents
+    import agents.memory
+
+    # Both packages resolve SQLiteSession lazily (a module __getattr__): an attribute set
+    # here wins, for every test module collected after this.
+    agents.SQLiteSession = TurnstoreSqliteSession  # type: ignore[attr-defined]
+    agents.memory.SQLiteSession = TurnstoreSqliteSession  # type: ignore[attr-defined]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"SQLiteSession is turnstore's TurnstoreSqliteSession on {BACKEND}"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if REPORT:
+        Path(REPORT).write_text(f"{_BUILT[0]}\n")
+    if not _SCHEMAS:
+        return
+    import psycopg
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        for schema in sorted(_SCHEMAS):
+            connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
