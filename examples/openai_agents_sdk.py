@@ -1,9 +1,10 @@
 """An OpenAI Agents SDK agent whose conversation lives in turnstore, with a scripted model.
 
-Each user message is one turn: the agent runs on the conversation loaded from turnstore, and
-the items the run added are saved as the next checkpoint, with the same items as the turn's
-transcript batch, in one commit. `ScriptedModel` answers in place of a provider, so this runs
-without a network or an API key; swap in a real model and nothing else changes.
+The session is a `TurnstoreSession`: where the SDK's examples pass `SQLiteSession(...)`, this
+passes the turnstore one, and the runner does the rest. Each `add_items` of the runner is one
+durable commit; the session is in turnstore's catalog with its owner. `ScriptedModel` answers
+in place of a provider, so this runs without a network or an API key; swap in a real model
+and nothing else changes.
 
     python examples/openai_agents_sdk.py [DATABASE_URL]
 """
@@ -26,7 +27,7 @@ from openai.types.responses import (
 )
 
 import turnstore
-from turnstore import Checkpoint
+from turnstore.integrations.openai_agents import TurnstoreSession
 
 SESSION = "agents-sdk-1"
 
@@ -82,28 +83,19 @@ agent = Agent(
 )
 
 
-async def turn(store: turnstore.Store, text: str) -> str:
-    """Run the agent on one user message and commit the turn's items."""
-    checkpoint = await store.load(SESSION) or Checkpoint.empty(SESSION)
-    history = list(checkpoint.context)
-    result = await Runner.run(agent, [*history, {"role": "user", "content": text}])
-    new_items = result.to_input_list()[len(history) :]
-    checkpoint.context.extend(new_items)
-    checkpoint.sequence += 1
-    await store.save(checkpoint, new_items)
-    return str(result.final_output)
-
-
 async def main(url: str) -> None:
     set_tracing_disabled(True)  # traces would go to the provider; there is none here
     async with turnstore.open(url) as store:
+        session = TurnstoreSession(SESSION, store, owner_id="ada")  # was SQLiteSession(...)
         for question in ("What's the weather in Lisbon?", "And in Porto?"):
-            print(f"{question} -> {await turn(store, question)}")
-        checkpoint = await store.load(SESSION)
-        assert checkpoint is not None
+            result = await Runner.run(agent, question, session=session)
+            print(f"{question} -> {result.final_output}")
+        items = await session.get_items()
+        turns = sum(1 for item in items if item.get("role") == "user")
         summary = await store.session_summary(SESSION)
+        assert summary is not None
         print(
-            f"{SESSION}: {checkpoint.sequence} turns, {len(checkpoint.context)} items,",
+            f"{SESSION}: {turns} turns, {len(items)} items,",
             f"first message {summary.first_user_message!r}",
         )
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import signal
 import subprocess
@@ -236,3 +237,25 @@ async def test_pop_and_clear_leave_the_history_unwritten(
     assert await session.get_items() == []
     assert await session.pop_item() is None
     await session.aclose()
+
+
+def test_the_frameworks_benchmark_runs(tmp_path: Path) -> None:
+    """`python -m bench.frameworks --smoke` runs every peer it names, so it cannot rot."""
+    out = tmp_path / "frameworks.json"
+    root = Path(__file__).parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.frameworks", "--smoke", "--json", str(out)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert {name for name, peer in doc["peers"].items() if peer["status"] == "ran"} >= {
+        "turnstore",
+        "agents-sqlitesession",
+        "agents-sqlalchemysession",
+        "turnstore-pg",
+    }
+    assert len(doc["targets"]) == 3

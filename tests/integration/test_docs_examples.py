@@ -12,6 +12,7 @@ import os
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from programs import run_program
@@ -32,6 +33,17 @@ def _blocks() -> list[tuple[str, str]]:
 
 
 BLOCKS = _blocks()
+FRAMEWORK = re.compile(r"^\s*(from|import) (agents|langgraph|google\.adk)\b", re.MULTILINE)
+"""A block that imports an agent framework runs with the peers (`./dev test-peers`)."""
+
+
+def _params() -> list[Any]:
+    return [
+        pytest.param(
+            name, block, id=name, marks=[pytest.mark.peers] if FRAMEWORK.search(block) else []
+        )
+        for name, block in BLOCKS
+    ]
 
 
 def test_the_documents_have_runnable_examples() -> None:
@@ -52,7 +64,7 @@ def database_url() -> object:
         connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-@pytest.mark.parametrize(("name", "block"), BLOCKS, ids=[name for name, _ in BLOCKS])
+@pytest.mark.parametrize(("name", "block"), _params())
 def test_a_code_block_runs_as_written(name: str, block: str, tmp_path: Path, request) -> None:
     """The block runs unmodified as a program, and again in the same folder."""
     program = tmp_path / "example.py"

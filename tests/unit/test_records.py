@@ -70,6 +70,7 @@ from turnstore.events import (
 from turnstore.records import (
     ActiveModelStep,
     ContextRewrite,
+    ContextWindow,
     EventPage,
     ExecutionCompletionPhase,
     ExecutionModelPhase,
@@ -190,6 +191,9 @@ def _samples() -> dict[str, Any]:
         "TranscriptPage": TranscriptPage(
             batches=[TranscriptBatch(sequence=3, created_at=1, items=[1])],
             next_before_sequence=3,
+        ),
+        "ContextWindow": ContextWindow(
+            items=[{"role": "user"}, "text", 1, None], start=4, length=8, sequence=3
         ),
         "ExecutionPageRequest": ExecutionPageRequest(before_sequence=2, limit=50),
         "ExecutionPage": ExecutionPage(executions=[execution_record()], next_before_sequence=1),
