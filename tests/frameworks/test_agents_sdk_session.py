@@ -24,13 +24,11 @@ from typing import Any
 
 import pytest
 
+import turnstore
+from turnstore import SessionPageRequest, StoreClosed
+from turnstore.integrations.openai_agents import TurnstoreSession
+
 pytestmark = pytest.mark.peers
-
-agents = pytest.importorskip("agents")
-
-import turnstore  # noqa: E402
-from turnstore import SessionPageRequest, StoreClosed  # noqa: E402
-from turnstore.integrations.openai_agents import TurnstoreSession  # noqa: E402
 
 WRITER = Path(__file__).with_name("_agents_writer.py")
 
@@ -56,6 +54,8 @@ def _message(text: str) -> Any:
 
 
 def test_it_is_an_agents_sdk_session(store_url: str) -> None:
+    import agents
+
     session = TurnstoreSession("s", store_url)
     try:
         assert isinstance(session, agents.memory.Session)
@@ -64,9 +64,9 @@ def test_it_is_an_agents_sdk_session(store_url: str) -> None:
 
 
 async def test_the_runner_keeps_a_conversation_across_a_reopened_store(store_url: str) -> None:
-    from agents import Runner
+    from agents import Runner, set_tracing_disabled
 
-    agents.set_tracing_disabled(True)
+    set_tracing_disabled(True)
     session = TurnstoreSession("chat", store_url, owner_id="ada")
     await Runner.run(scripted_agent("hello ada"), "Hi, I am Ada", session=session)
     await session.aclose()
@@ -84,9 +84,9 @@ async def test_the_runner_keeps_a_conversation_across_a_reopened_store(store_url
 
 
 def test_run_sync_uses_the_session(store_url: str) -> None:
-    from agents import Runner
+    from agents import Runner, set_tracing_disabled
 
-    agents.set_tracing_disabled(True)
+    set_tracing_disabled(True)
 
     def conversation() -> list[Any]:
         # run_sync leaves its thread's default loop open by design; this thread closes it.
