@@ -183,13 +183,7 @@ def save_state(scope: str, key: str, value: Any) -> Steps[None]:
 def append_context(session_id: str, items: Iterable[Any], owner_id: str | None) -> Steps[int]:
     """Append items to a session's context and transcript in one commit; the new sequence."""
     prepared = prepare_append(session_id, items, owner_id)
-    return (
-        yield from write(
-            lambda tx: context_items.append(
-                tx, prepared.created, prepared.items_json, prepared.count, prepared.tail_digest
-            )
-        )
-    )
+    return (yield from write(lambda tx: context_items.append(tx, prepared)))
 
 
 def pop_context(session_id: str, count: int) -> Steps[list[Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -167,16 +168,32 @@ def prepare_fork(
 
 @dataclass(frozen=True, slots=True)
 class PreparedAppend:
-    """A validated append of context items, encoded before any I/O.
+    """A validated append of context items, encoded before any I/O."""
 
-    `created` is the save that creates the session when it does not exist yet: sequence 1,
-    the items as its context and as its first transcript batch.
-    """
-
-    created: PreparedSave
+    session_id: str
+    owner_id: str | None
+    items: list[Any]
     items_json: str
-    count: int
     tail_digest: bytes
+    first_user_message: str | None
+
+    def creation(self) -> PreparedSave:
+        """The save that creates the session when it does not exist yet.
+
+        Sequence 1, owned by `owner_id`, the items as its context and first transcript batch.
+        Built only when needed: every part of it was validated with the append.
+        """
+        empty = Checkpoint(
+            session_id=self.session_id,
+            sequence=1,
+            session_context=SessionContext(owner_id=self.owner_id),
+        )
+        return dataclasses.replace(
+            prepare_save(empty, (), None, ()),
+            context=self.items,
+            transcript_json=self.items_json,
+            first_user_message=self.first_user_message,
+        )
 
 
 def prepare_append(session_id: object, items: object, owner_id: object) -> PreparedAppend:
@@ -185,19 +202,14 @@ def prepare_append(session_id: object, items: object, owner_id: object) -> Prepa
     appended = collection(items, "items", ordered=True)
     if not appended:
         raise InvalidInput("items cannot be empty: an append writes at least one item")
-    items_json = encoded_items(appended, "items")  # first, so a refusal names the items
-    owner = optional_identifier(owner_id, "owner ID")
-    checkpoint = Checkpoint(
-        session_id=session_id,
-        sequence=1,
-        context=appended,
-        session_context=SessionContext(owner_id=owner),
-    )
+    items_json = encoded_items(appended, "items").decode()  # each item checked, once
     return PreparedAppend(
-        created=prepare_save(checkpoint, appended, None, ()),
-        items_json=items_json.decode(),
-        count=len(appended),
+        session_id=session_id,
+        owner_id=optional_identifier(owner_id, "owner ID"),
+        items=appended,
+        items_json=items_json,
         tail_digest=digest(encode_json(appended[-1])),
+        first_user_message=catalog_first_user_message(None, appended, ()),
     )
 
 

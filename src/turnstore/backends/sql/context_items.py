@@ -19,7 +19,7 @@ from turnstore.errors import CorruptRecord, InvalidInput, StorageError
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, ContextWindow
 from turnstore.rules.context import digest, plan_context_write
-from turnstore.rules.saves import PreparedSave
+from turnstore.rules.saves import PreparedAppend
 
 
 class LockedContext(NamedTuple):
@@ -79,15 +79,15 @@ def _lock(tx: Tx, session_id: str) -> LockedContext | None:
     return tx.row(tx.sql(ContextItemSql).lock, (session_id,))
 
 
-def append(tx: Tx, created: PreparedSave, items_json: str, count: int, tail: bytes) -> int:
-    """Append `count` items (one JSON array) to a session's context and transcript.
+def append(tx: Tx, prepared: PreparedAppend) -> int:
+    """Append items (one JSON array) to a session's context and transcript, creating it.
 
-    `created` is the save that creates the session when it is missing (sequence 1, these
-    items as its context and transcript). Returns the sequence the append committed.
+    Returns the sequence the append committed.
     """
-    session_id = created.session_id
+    session_id = prepared.session_id
     row = _lock(tx, session_id)
     if row is None:
+        created = prepared.creation()
         plan = plan_context_write(None, created.context_epoch, created.context)
         if sessions.insert(tx, created, plan):
             insert_items(tx, created, plan)
@@ -99,14 +99,21 @@ def append(tx: Tx, created: PreparedSave, items_json: str, count: int, tail: byt
                 "the session was created and deleted during this append", retryable=True
             )
     sequence, state_json = _advanced(row, session_id)
-    sql = tx.sql(ContextItemSql)
     start = row.context_length
     checkpoint_sql = tx.sql(CheckpointSql)
-    tx.run(checkpoint_sql.insert_chunk, (session_id, start, items_json))
+    tx.run(checkpoint_sql.insert_chunk, (session_id, start, prepared.items_json))
     # The transcript batch names the chunk instead of holding a second copy of the items.
     tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, None, start))
-    params = (sequence, state_json, start + count, tail, created.first_user_message, session_id)
-    tx.run(sql.advance, params)
+    length = start + len(prepared.items)
+    params = (
+        sequence,
+        state_json,
+        length,
+        prepared.tail_digest,
+        prepared.first_user_message,
+        session_id,
+    )
+    tx.run(tx.sql(ContextItemSql).advance, params)
     return sequence
 
 
