@@ -24,7 +24,14 @@ from typing import Any
 
 import pytest
 
-from turnstore import Checkpoint, InvalidInput, SequenceConflict, TranscriptPageRequest
+from turnstore import (
+    Checkpoint,
+    InvalidInput,
+    SequenceConflict,
+    SessionNotFound,
+    StorageError,
+    TranscriptPageRequest,
+)
 
 SESSION = "items"
 
@@ -217,9 +224,15 @@ BAD_CALLS = [
     ("append_context", (SESSION, "abc"), "items must be a list"),
     ("append_context", (SESSION, {"a": 1}), "items must be a list"),
     ("append_context", (SESSION, []), "items cannot be empty"),
+    ("append_context", (SESSION, [], None, 1), "items cannot be empty"),
     ("append_context", (SESSION, [float("nan")]), "not a finite number"),
     ("append_context", (SESSION, [b"x"]), r"items\[0\]: \$ is of type bytes"),
     ("append_context", (SESSION, [item(1)], 7), "owner ID must be a string"),
+    ("append_context", (SESSION, [item(1)], None, -1), "expected_sequence must be None"),
+    ("append_context", (SESSION, [item(1)], None, None, [("a", "b")]), r"\(scope, key, value\)"),
+    ("append_context", (SESSION, [item(1)], None, None, [("a", "k\x00", 1)]), "state key"),
+    ("append_context", (SESSION, [], None, None, [("a", "b", {1})]), "middleware state"),
+    ("load_state_scope", ("a\x00",), "scope"),
     ("append_context", ("", [item(1)]), "session ID"),
     ("append_context", ("a\x00b", [item(1)]), "NUL"),
     ("pop_context", (SESSION, 0), "count must be an integer of at least 1"),
@@ -364,3 +377,57 @@ async def test_a_replacement_outside_the_context_is_refused(store, database, sta
     with pytest.raises(InvalidInput, match=message):
         await store.replace_context(SESSION, sequence, start, [item(1)], drop)
     assert database.query("SELECT start, items_json FROM context_chunks ORDER BY start") == before
+
+
+# --- appends that expect a sequence and write state ----------------------------------------
+
+
+async def test_an_append_expecting_a_sequence_refuses_a_session_that_moved_on(store, database):
+    assert await store.append_context(SESSION, [], None, 0) == 1  # created, no items yet
+    with pytest.raises(SequenceConflict) as refused:
+        await store.append_context(SESSION, [item(1)], None, 0)  # it exists now
+    assert (refused.value.session_id, refused.value.stored, refused.value.attempted) == (
+        SESSION,
+        1,
+        0,
+    )
+    assert await store.append_context(SESSION, [item(1)], None, 1) == 2
+    before = database.query("SELECT start, items_json FROM context_chunks ORDER BY start")
+    with pytest.raises(SequenceConflict):
+        await store.append_context(SESSION, [item(2)], None, 1, [("scope", "k", 1)])
+    assert database.query("SELECT start, items_json FROM context_chunks ORDER BY start") == before
+    assert await store.load_state("scope", "k") is None  # the refused append wrote no state
+    with pytest.raises(SessionNotFound):
+        await store.append_context("gone", [item(1)], None, 3)
+    assert await store.session_summary("gone") is None
+
+
+async def test_an_append_writes_its_state_in_the_same_commit(store, database):
+    writes = [("app:x", "color", "blue"), ("user:x:ada", "n", 1), (SESSION, "k", [1, 2])]
+    assert await store.append_context(SESSION, [item(1)], "ada", None, writes) == 1
+    assert await store.load_state_scope("app:x") == {"color": "blue"}
+    assert await store.load_state_scope("user:x:ada") == {"n": 1}
+    assert await store.append_context(SESSION, [], None, 1, [("app:x", "size", None)]) == 2
+    assert await store.load_state_scope("app:x") == {"color": "blue", "size": None}
+    assert await store.context_tail(SESSION) == [item(1)]  # a state-only append adds no item
+    # A failing commit writes neither the items nor the state.
+    database.fail_inserts_into("context_chunks")
+    with pytest.raises(StorageError):
+        await store.append_context(SESSION, [item(2)], None, 2, [("app:x", "color", "red")])
+    database.stop_failing_inserts_into("context_chunks")
+    assert await store.load_state_scope("app:x") == {"color": "blue", "size": None}
+    assert await store.context_tail(SESSION) == [item(1)]
+    # Session-scoped state goes with the session.
+    assert await store.delete_sessions([SESSION]) is True
+    assert await store.load_state_scope(SESSION) == {}
+    assert await store.load_state_scope("app:x") == {"color": "blue", "size": None}
+
+
+async def test_concurrent_appends_expecting_one_sequence_let_exactly_one_win(store):
+    await store.append_context(SESSION, [item(0)])
+    results = await asyncio.gather(
+        *(store.append_context(SESSION, [item(n)], None, 1) for n in range(1, 7)),
+        return_exceptions=True,
+    )
+    assert sorted(type(result).__name__ for result in results) == ["SequenceConflict"] * 5 + ["int"]
+    assert len(await store.context_tail(SESSION)) == 2

@@ -648,7 +648,7 @@ def state_comes_back(harness: Harness, args: tuple[Any, ...], result: Any) -> No
 
 def items_come_back(harness: Harness, args: tuple[Any, ...], result: Any) -> None:
     """Items an append took are the newest of the session's context, equal (tuples as lists)."""
-    session_id, items, _ = args
+    session_id, items, *_ = args
     tail = harness.invoke(CASES["context_tail"], (session_id, len(items)))
     assert tail == msgspec.json.decode(msgspec.json.encode(items))
 
@@ -754,6 +754,16 @@ EVENT_LISTS = Param(
 )
 ID_COLLECTIONS = Param(st.lists(GOOD_IDS, max_size=3), ID_LISTS)
 STATE_VALUES = Param(GOOD_JSON, choice(MIXED_JSON, BAD_VALUES))
+STATE_WRITES = Param(
+    st.lists(st.tuples(GOOD_IDS, GOOD_IDS, GOOD_JSON), max_size=2),
+    choice(
+        st.lists(st.tuples(IDS, IDS, choice(MIXED_JSON, BAD_VALUES)), min_size=1, max_size=2),
+        st.lists(st.tuples(GOOD_IDS), min_size=1, max_size=1),
+        st.text(max_size=2),
+        WRONG,
+    ),
+)
+"""An append's state writes: (scope, key, value) tuples, good ones or bad ones."""
 BOUNDARY = p(st.sampled_from(["turn", "steer"]))
 LEASE = p(st.integers(1, 3_600_000))
 
@@ -780,7 +790,12 @@ CASE_LIST = [
     ),
     Case("delete_sessions", (ID_COLLECTIONS,)),
     Case("list_uncommitted_attachments", (p(st.integers(0, 10)),)),
-    Case("append_context", (p(GOOD_IDS), ITEMS, p(maybe(GOOD_IDS))), after=items_come_back),
+    Case(
+        "append_context",
+        (p(GOOD_IDS), ITEMS, p(maybe(GOOD_IDS)), p(maybe(st.integers(0, 3))), STATE_WRITES),
+        after=items_come_back,
+    ),
+    Case("load_state_scope", (p(GOOD_IDS),)),
     Case("pop_context", (p(GOOD_IDS), p(st.integers(1, 3)))),
     Case("clear_context", (p(GOOD_IDS),)),
     Case("context_tail", (p(GOOD_IDS), p(maybe(st.integers(0, 5))))),

@@ -162,14 +162,23 @@ class BlockingStore:
         return self._driver.run(runtime_ops.list_every_uncommitted(older_than_epoch_ms))
 
     def append_context(
-        self, session_id: str, items: Iterable[Any], owner_id: str | None = None
+        self,
+        session_id: str,
+        items: Iterable[Any],
+        owner_id: str | None = None,
+        expected_sequence: int | None = None,
+        state: Iterable[tuple[str, str, Any]] = (),
     ) -> int:
         """Append items to a session's context and transcript in one commit; the new sequence.
 
         A missing session is created at sequence 1, owned by `owner_id`; an existing one
-        keeps its owner.
+        keeps its owner. With `expected_sequence`, the session must be at that sequence (0:
+        it must not exist yet), else `SequenceConflict` (`SessionNotFound` when it is gone).
+        `state` holds (scope, key, value) middleware state writes of the same commit.
         """
-        return self._driver.run(checkpoint_ops.append_context(session_id, items, owner_id))
+        return self._driver.run(
+            checkpoint_ops.append_context(session_id, items, owner_id, expected_sequence, state)
+        )
 
     def pop_context(self, session_id: str, count: int = 1) -> list[Any]:
         """Remove a session's newest `count` context items; return them, oldest first."""
@@ -209,6 +218,10 @@ class BlockingStore:
     def load_state(self, scope: str, key: str) -> Any:
         """Load one middleware state value, or None."""
         return self._driver.run(checkpoint_ops.load_state(scope, key))
+
+    def load_state_scope(self, scope: str) -> dict[str, Any]:
+        """Load every middleware state value of one scope, by key."""
+        return self._driver.run(checkpoint_ops.load_state_scope(scope))
 
     def save_state(self, scope: str, key: str, value: Any) -> None:
         """Durably replace one middleware state value."""

@@ -173,6 +173,12 @@ def load_state(scope: str, key: str) -> Steps[Any]:
     return (yield from read(lambda tx: checkpoints.load_state(tx, scope, key)))
 
 
+def load_state_scope(scope: str) -> Steps[dict[str, Any]]:
+    """Load every middleware state value of one scope, by key."""
+    scope = text(scope, "scope")
+    return (yield from read(lambda tx: checkpoints.load_state_scope(tx, scope)))
+
+
 def save_state(scope: str, key: str, value: Any) -> Steps[None]:
     """Durably replace one middleware state value."""
     scope, key = text(scope, "scope"), text(key, "key")
@@ -180,9 +186,15 @@ def save_state(scope: str, key: str, value: Any) -> Steps[None]:
     yield from write(lambda tx: checkpoints.save_state(tx, scope, key, value_json))
 
 
-def append_context(session_id: str, items: Iterable[Any], owner_id: str | None) -> Steps[int]:
+def append_context(
+    session_id: str,
+    items: Iterable[Any],
+    owner_id: str | None,
+    expected_sequence: int | None,
+    state: Iterable[tuple[str, str, Any]],
+) -> Steps[int]:
     """Append items to a session's context and transcript in one commit; the new sequence."""
-    prepared = prepare_append(session_id, items, owner_id)
+    prepared = prepare_append(session_id, items, owner_id, expected_sequence, state)
     return (yield from write(lambda tx: context_items.append(tx, prepared)))
 
 

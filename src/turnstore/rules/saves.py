@@ -19,6 +19,7 @@ from turnstore.rules.events import PreparedEvent, prepare_event
 from turnstore.rules.messages import user_text
 from turnstore.rules.validation import (
     display_text,
+    identifier,
     is_clean_start,
     optional_identifier,
     validate_checkpoint,
@@ -30,8 +31,10 @@ from turnstore.rules.values import (
     checked,
     collection,
     encoded_items,
+    encoded_text,
     integer,
     is_blank,
+    json_value,
     require,
     revalidated,
     storage_integer,
@@ -173,9 +176,12 @@ class PreparedAppend:
     session_id: str
     owner_id: str | None
     items: list[Any]
-    items_json: str
-    tail_digest: bytes
+    items_json: str | None
+    tail_digest: bytes | None
     first_user_message: str | None
+    expected_sequence: int | None
+    state: list[tuple[str, str, str]]
+    """Middleware state values written in the same commit: (scope, key, value JSON)."""
 
     def creation(self) -> PreparedSave:
         """The save that creates the session when it does not exist yet.
@@ -191,25 +197,57 @@ class PreparedAppend:
         return dataclasses.replace(
             prepare_save(empty, (), None, ()),
             context=self.items,
-            transcript_json=self.items_json,
+            transcript_json=self.items_json if self.items else None,
             first_user_message=self.first_user_message,
         )
 
 
-def prepare_append(session_id: object, items: object, owner_id: object) -> PreparedAppend:
-    """Validate an append: a session id, a non-empty ordered list of values, an owner or None."""
+def prepare_append(
+    session_id: object,
+    items: object,
+    owner_id: object,
+    expected_sequence: object = None,
+    state: object = (),
+) -> PreparedAppend:
+    """Validate an append: a session id, an ordered list of values, an owner or None, the
+    sequence the session must be at (None: any; 0: it must not exist yet), and state values.
+
+    The items may be empty only when the append creates the session (`expected_sequence`
+    0) or writes state.
+    """
     session_id = validate_session_id(session_id)
     appended = collection(items, "items", ordered=True)
-    if not appended:
-        raise InvalidInput("items cannot be empty: an append writes at least one item")
-    items_json = encoded_items(appended, "items").decode()  # each item checked, once
+    expected = None
+    if expected_sequence is not None:
+        expected = integer(expected_sequence, "expected_sequence must be None or an integer >= 0")
+    writes = [_state_write(entry) for entry in collection(state, "state", ordered=True)]
+    if not appended and expected != 0 and not writes:
+        raise InvalidInput(
+            "items cannot be empty: an append writes at least one item, unless it creates"
+            " the session (expected_sequence=0) or writes state"
+        )
+    items_json = encoded_items(appended, "items").decode() if appended else None
     return PreparedAppend(
         session_id=session_id,
         owner_id=optional_identifier(owner_id, "owner ID"),
         items=appended,
         items_json=items_json,
-        tail_digest=digest(encode_json(appended[-1])),
+        tail_digest=digest(encode_json(appended[-1])) if appended else None,
         first_user_message=catalog_first_user_message(None, appended, ()),
+        expected_sequence=expected,
+        state=writes,
+    )
+
+
+def _state_write(entry: object) -> tuple[str, str, str]:
+    """One (scope, key, value) state write of an append, its value encoded."""
+    if not isinstance(entry, tuple | list) or len(entry) != 3:
+        raise InvalidInput("each state write must be a (scope, key, value) tuple")
+    scope, key, value = entry
+    return (
+        identifier(scope, "middleware state scope"),
+        identifier(key, "middleware state key"),
+        encoded_text(json_value(value, "middleware state"), "middleware state"),
     )
 
 

@@ -54,6 +54,13 @@ class StoredCheckpoint(NamedTuple):
     context_length: int
 
 
+class StateEntry(NamedTuple):
+    """One middleware state value of a scope, still JSON-encoded."""
+
+    key: str
+    value_json: str
+
+
 class CheckpointSql(Statements):
     """Statements of checkpoints, their context chunks, and middleware state."""
 
@@ -100,6 +107,7 @@ class CheckpointSql(Statements):
         " ON CONFLICT (scope, key) DO UPDATE SET value_json = excluded.value_json"
     )
     state = "SELECT value_json FROM middleware_state WHERE scope = ? AND key = ?"
+    scope_state = select(StateEntry, "FROM middleware_state WHERE scope = ? ORDER BY key")
 
 
 # --- saves -------------------------------------------------------------------------------------
@@ -313,3 +321,10 @@ def save_state(tx: Tx, scope: str, key: str, value_json: str) -> None:
     """Replace one middleware state value."""
     scope, key = _state_key(scope, key)
     tx.run(tx.sql(CheckpointSql).upsert_state, (scope, key, value_json))
+
+
+def load_state_scope(tx: Tx, scope: str) -> dict[str, Any]:
+    """Every middleware state value of one scope, by key."""
+    scope = identifier(scope, "middleware state scope")
+    rows = tx.rows(tx.sql(CheckpointSql).scope_state, (scope,))
+    return {row.key: decode_stored(row.value_json, Any, "middleware state") for row in rows}

@@ -15,7 +15,13 @@ import msgspec
 from turnstore.backends.sql import sessions
 from turnstore.backends.sql.checkpoints import CheckpointSql, StoredChunk, insert_items
 from turnstore.backends.sql.engine import Statements, Tx, select
-from turnstore.errors import CorruptRecord, InvalidInput, StorageError
+from turnstore.errors import (
+    CorruptRecord,
+    InvalidInput,
+    SequenceConflict,
+    SessionNotFound,
+    StorageError,
+)
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, ContextWindow
 from turnstore.rules.context import digest, plan_context_write
@@ -80,17 +86,22 @@ def _lock(tx: Tx, session_id: str) -> LockedContext | None:
 
 
 def append(tx: Tx, prepared: PreparedAppend) -> int:
-    """Append items (one JSON array) to a session's context and transcript, creating it.
+    """Append items to a session's context and transcript, and write state, in one commit.
 
-    Returns the sequence the append committed.
+    Creates the session when it is missing. Refuses with `SequenceConflict` a session not at
+    `expected_sequence` (0: one that exists). Returns the sequence the append committed.
     """
     session_id = prepared.session_id
+    expected = prepared.expected_sequence
     row = _lock(tx, session_id)
     if row is None:
+        if expected not in (None, 0):
+            raise SessionNotFound("the session to append to does not exist", session_id=session_id)
         created = prepared.creation()
         plan = plan_context_write(None, created.context_epoch, created.context)
         if sessions.insert(tx, created, plan):
             insert_items(tx, created, plan)
+            _write_state(tx, prepared)
             return created.sequence
         # Another writer created the session after our lookup: append under its lock.
         row = _lock(tx, session_id)
@@ -98,23 +109,35 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
             raise StorageError(
                 "the session was created and deleted during this append", retryable=True
             )
+    if expected is not None and row.latest_sequence != expected:
+        raise SequenceConflict(
+            "the session moved on since the sequence this append expects",
+            session_id=session_id,
+            stored=row.latest_sequence,
+            attempted=expected,
+        )
     sequence, state_json = _advanced(row, session_id)
     start = row.context_length
-    checkpoint_sql = tx.sql(CheckpointSql)
-    tx.run(checkpoint_sql.insert_chunk, (session_id, start, prepared.items_json))
-    # The transcript batch names the chunk instead of holding a second copy of the items.
-    tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, None, start))
+    tail = prepared.tail_digest
+    if prepared.items_json is not None:
+        checkpoint_sql = tx.sql(CheckpointSql)
+        tx.run(checkpoint_sql.insert_chunk, (session_id, start, prepared.items_json))
+        # The transcript batch names the chunk instead of holding a second copy of the items.
+        tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, None, start))
+    elif start:
+        runs = _runs_from(tx, session_id, start - 1)
+        tail = digest(encode_json(runs[0][1][start - 1 - runs[0][0]]))
     length = start + len(prepared.items)
-    params = (
-        sequence,
-        state_json,
-        length,
-        prepared.tail_digest,
-        prepared.first_user_message,
-        session_id,
-    )
+    params = (sequence, state_json, length, tail, prepared.first_user_message, session_id)
     tx.run(tx.sql(ContextItemSql).advance, params)
+    _write_state(tx, prepared)
     return sequence
+
+
+def _write_state(tx: Tx, prepared: PreparedAppend) -> None:
+    upsert = tx.sql(CheckpointSql).upsert_state
+    for scope, key, value_json in prepared.state:
+        tx.run(upsert, (scope, key, value_json))
 
 
 def _runs_from(tx: Tx, session_id: str, index: int) -> list[tuple[int, list[Any]]]:
