@@ -1,0 +1,352 @@
+"""A Google ADK session service whose sessions live in turnstore.
+
+    from turnstore.integrations.adk import TurnstoreSessionService
+
+    runner = Runner(app_name="app", agent=agent, session_service=TurnstoreSessionService(url))
+
+An ADK session `(app, user, session)` is the turnstore session `adk/<app>/<user>/<session>`
+(each part with `%` and `/` escaped), owned by the user in the catalog. Its events are the
+checkpoint's context items, one per `append_event`, journaled in the transcript too. Its own
+state is one middleware state value (scope: the session's id, so it is deleted with the
+session); `app:` state is one value per key in the scope `adk-app/<app>`, `user:` state in
+`adk-user/<app>/<user>`; `temp:` keys are never stored. An event and every state change it
+carries commit together, and only while the session is still at the sequence the caller's
+`Session` was read at: a superseded session gets `StaleSessionError`, decided by the store's
+per-session sequence, never by timestamps.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import Any
+
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.sessions import _session_util
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+
+from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound
+from turnstore.faces.aio import Store, open
+from turnstore.records.checkpoint import SessionCursor, SessionPageRequest
+
+PREFIX = "adk/"
+"""Every ADK session's turnstore id starts with this."""
+SESSION_KEY = "adk-session"
+"""The middleware state key of a session's own state, in the scope of the session's id."""
+PAGE = 200
+"""Sessions or events read at a time."""
+
+
+def _escape(part: str) -> str:
+    return part.replace("%", "%25").replace("/", "%2F")
+
+
+def _unescape(part: str) -> str:
+    return part.replace("%2F", "/").replace("%25", "%")
+
+
+def turnstore_id(app_name: str, user_id: str, session_id: str) -> str:
+    """The turnstore session id of one ADK session."""
+    return PREFIX + "/".join(_escape(part) for part in (app_name, user_id, session_id))
+
+
+def _app_scope(app_name: str) -> str:
+    return f"adk-app/{_escape(app_name)}"
+
+
+def _user_scope(app_name: str, user_id: str) -> str:
+    return f"adk-user/{_escape(app_name)}/{_escape(user_id)}"
+
+
+def _marker(sequence: int) -> str:
+    return str(sequence)
+
+
+class TurnstoreSessionService(BaseSessionService):
+    """An ADK `BaseSessionService` on turnstore (SQLite or PostgreSQL).
+
+    `store` is an open async `turnstore.Store`, or a store URL that this service opens and
+    `close()` closes.
+    """
+
+    def __init__(self, store: Store | str | os.PathLike[str]) -> None:
+        self._owns_store = not isinstance(store, Store)
+        self.store = store if isinstance(store, Store) else open(store)
+
+    async def close(self) -> None:
+        """Close the store if this service opened it from a URL."""
+        if self._owns_store:
+            await self.store.close()
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session with its initial state in one commit; `AlreadyExistsError` if taken."""
+        session_id = (session_id or "").strip() or str(uuid.uuid4())
+        deltas = _session_util.extract_state_delta(state or {})
+        now = time.time()
+        tid = turnstore_id(app_name, user_id, session_id)
+        record = {"state": deltas["session"], "last_update_time": now, "sequence": 1}
+        writes = [(tid, SESSION_KEY, record)]
+        writes += [(_app_scope(app_name), key, value) for key, value in deltas["app"].items()]
+        writes += [
+            (_user_scope(app_name, user_id), key, value) for key, value in deltas["user"].items()
+        ]
+        try:
+            sequence = await self.store.append_context(tid, [], user_id, 0, writes)
+        except SequenceConflict:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=await self._merged(app_name, user_id, deltas["session"]),
+            last_update_time=now,
+        )
+        session._storage_update_marker = _marker(sequence)
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """The session with its merged state and its events, as `config` narrows them."""
+        tid = turnstore_id(app_name, user_id, session_id)
+        read = await self._read(tid, config)
+        if read is None:
+            return None
+        record, events, sequence = read
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=await self._merged(app_name, user_id, record["state"]),
+            events=events,
+            last_update_time=record["last_update_time"],
+        )
+        session._storage_update_marker = _marker(sequence)
+        return session
+
+    async def _read(
+        self, tid: str, config: GetSessionConfig | None
+    ) -> tuple[dict[str, Any], list[Event], int] | None:
+        """The session's record and events at one sequence (read again if a write came between)."""
+        while True:
+            record = await self.store.load_state(tid, SESSION_KEY)
+            if record is None:
+                return None
+            events, sequence = await self._events(tid, config)
+            if sequence == record["sequence"]:
+                return record, events, sequence
+
+    async def _events(self, tid: str, config: GetSessionConfig | None) -> tuple[list[Event], int]:
+        """The newest events `config` asks for, oldest first, and the sequence read at.
+
+        `num_recent_events` keeps the newest that many; `after_timestamp` keeps events from
+        that time on, walking back from the newest to the first older one (events are in the
+        order they were appended).
+        """
+        limit = None if config is None else config.num_recent_events
+        after = None if config is None else config.after_timestamp
+        if limit == 0:
+            window = await self.store.context_window(tid, None, 0)
+            return [], window.sequence
+        if not after:
+            window = await self.store.context_window(tid, None, limit)
+            return [Event.model_validate(item) for item in window.items], window.sequence
+        kept: list[Event] = []
+        before: int | None = None
+        sequence: int | None = None
+        while True:
+            window = await self.store.context_window(tid, before, PAGE)
+            if sequence is None:
+                sequence = window.sequence
+            elif window.sequence != sequence:
+                kept, before, sequence = [], None, None  # a write came between the pages
+                continue
+            for item in reversed(window.items):
+                event = Event.model_validate(item)
+                if event.timestamp < after or (limit is not None and len(kept) == limit):
+                    return kept[::-1], sequence
+                kept.append(event)
+            if window.start == 0:
+                return kept[::-1], sequence
+            before = window.start
+
+    async def _merged(
+        self, app_name: str, user_id: str, session_state: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Session state with the app's and the user's state, prefixed as ADK shows them."""
+        merged = dict(session_state)
+        app = await self.store.load_state_scope(_app_scope(app_name))
+        merged.update({State.APP_PREFIX + key: value for key, value in app.items()})
+        user = await self.store.load_state_scope(_user_scope(app_name, user_id))
+        merged.update({State.USER_PREFIX + key: value for key, value in user.items()})
+        return merged
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """Every session of the app (of one user, if given), oldest update first, no events."""
+        sessions: list[Session] = []
+        cursor = None
+        while True:
+            page = await self.list_sessions_page(
+                app_name=app_name, user_id=user_id, limit=PAGE, cursor=cursor
+            )
+            sessions += page.sessions
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        sessions.sort(key=lambda session: (session.last_update_time, session.user_id, session.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    async def list_sessions_page(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        limit: int = 50,
+        cursor: Any = None,
+    ) -> SessionsPage:
+        """One page of the app's sessions, newest update first, with a cursor for the next.
+
+        By the user's catalog index when `user_id` is given, so a page costs the same however
+        many sessions the store holds; over the whole catalog otherwise.
+        """
+        prefix = PREFIX + _escape(app_name) + "/"
+        if user_id is not None:
+            prefix += _escape(user_id) + "/"
+        found: list[Session] = []
+        while True:
+            request = SessionPageRequest(limit=PAGE, owner_id=user_id, cursor=cursor)
+            page = await self.store.list_sessions_page(request)
+            for summary in page.sessions:
+                if not summary.session_id.startswith(prefix):
+                    continue
+                session = await self._summary_session(summary.session_id)
+                if session is not None:
+                    found.append(session)
+                if len(found) == limit:
+                    last = SessionCursor(
+                        updated_at=summary.updated_at,
+                        sequence=summary.sequence,
+                        session_id=summary.session_id,
+                    )
+                    return SessionsPage(sessions=found, next_cursor=last)
+            cursor = page.next_cursor
+            if cursor is None:
+                return SessionsPage(sessions=found, next_cursor=None)
+
+    async def _summary_session(self, tid: str) -> Session | None:
+        app_name, user_id, session_id = (_unescape(part) for part in tid[len(PREFIX) :].split("/"))
+        record = await self.store.load_state(tid, SESSION_KEY)
+        if record is None:
+            return None
+        return Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=await self._merged(app_name, user_id, record["state"]),
+            last_update_time=record["last_update_time"],
+        )
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete the session, its events, its own state and its forks; a missing one is fine."""
+        await self.store.delete_sessions([turnstore_id(app_name, user_id, session_id)])
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state in the app, keys without the `user:` prefix."""
+        return await self.store.load_state_scope(_user_scope(app_name, user_id))
+
+    # --- events -------------------------------------------------------------------------------
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Store the event and its state changes in one commit, then apply them to `session`.
+
+        `StaleSessionError` when the stored session moved on since `session` was read;
+        `SessionNotFoundError` when it is not stored (any more).
+        """
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        tid = turnstore_id(session.app_name, session.user_id, session.id)
+        expected = await self._expected_sequence(tid, session)
+        deltas = _session_util.extract_state_delta(event.actions.state_delta or {})
+        own = {
+            key: value
+            for key, value in session.state.items()
+            if not key.startswith((State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX))
+        }
+        own.update(deltas["session"])
+        record = {"state": own, "last_update_time": event.timestamp, "sequence": expected + 1}
+        writes: list[tuple[str, str, Any]] = [(tid, SESSION_KEY, record)]
+        writes += [
+            (_app_scope(session.app_name), key, value) for key, value in deltas["app"].items()
+        ]
+        writes += [
+            (_user_scope(session.app_name, session.user_id), key, value)
+            for key, value in deltas["user"].items()
+        ]
+        item = event.model_dump(mode="json", exclude_none=True)
+        try:
+            sequence = await self.store.append_context(tid, [item], None, expected, writes)
+        except SequenceConflict:
+            raise StaleSessionError(
+                "The session has been modified in storage since it was loaded. Please reload"
+                " the session before appending more events."
+            ) from None
+        except SessionNotFound:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from None
+        session._storage_update_marker = _marker(sequence)
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    async def _expected_sequence(self, tid: str, session: Session) -> int:
+        """The sequence `session` was read at: its marker, or for a session built by hand
+        the stored one if its newest event is the session's newest (else it is stale)."""
+        marker = session._storage_update_marker
+        if marker is not None:
+            try:
+                return int(marker)
+            except ValueError:
+                raise InvalidInput(f"session marker {marker!r} is not turnstore's") from None
+        window = await self.store.context_window(tid, None, 1)
+        if window.sequence == 0:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        stored = window.items[-1].get("id") if window.items else None
+        mine = session.events[-1].id if session.events else None
+        if stored != mine:
+            raise StaleSessionError(
+                "The session has been modified in storage since it was loaded. Please reload"
+                " the session before appending more events."
+            )
+        return window.sequence
+
+
+class SessionsPage(ListSessionsResponse):
+    """One keyset page of `list_sessions_page`: the sessions and the cursor of the next."""
+
+    next_cursor: Any = None
