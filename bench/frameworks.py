@@ -8,6 +8,11 @@ session grown to each history length, for `TurnstoreSession` (SQLite and Postgre
 SDK's `SQLiteSession` and its `SQLAlchemySession` (SQLite through aiosqlite). Every peer
 is timed at each length side by side, in one interleaved round, since a disk's speed drifts.
 Also `pop_item` at each length, and a full `get_items()` read.
+
+Google ADK: a `list_sessions` page (20 sessions of one user) with 100 and with 10,000
+sessions stored, against `DatabaseSessionService`'s (SQLite) full `list_sessions` at
+10,000, which has no pages; and `get_session` with the last 50 events of a session of 100
+and of 3,000 events.
 """
 
 from __future__ import annotations
@@ -178,6 +183,129 @@ async def run(points: Sequence[int], probes: int, postgres_url: str | None) -> d
     return doc
 
 
+async def run_all(
+    points: Sequence[int], probes: int, postgres_url: str | None, small: bool
+) -> dict[str, Any]:
+    """The Agents SDK rows, then the ADK rows."""
+    doc = await run(points, probes, postgres_url)
+    scratch = Path(tempfile.mkdtemp(prefix="turnstore-bench-adk-"))
+    doc["adk"] = await run_adk(scratch, probes, postgres_url, small)
+    doc["targets"] += doc["adk"]["targets"]
+    return doc
+
+
+ADK_SESSIONS = (100, 10_000)
+ADK_EVENTS = (100, 3_000)
+ADK_RECENT = 50
+ADK_PAGE = 20
+
+
+async def _adk_event(number: int) -> Any:
+    from google.adk.events.event import Event, EventActions
+    from google.genai import types
+
+    text = make_turn(SEED, "adk", number).items[0]["content"][0]["text"]
+    return Event(
+        invocation_id=f"inv-{number}",
+        author="user",
+        actions=EventActions(state_delta={"turn": number}),
+        content=types.Content(role="user", parts=[types.Part(text=text)]),
+    )
+
+
+async def _fill_sessions(service: Any, user: str, total: int, have: int) -> None:
+    """Create sessions of `user` up to `total`, a batch at a time (concurrent creates)."""
+    for start in range(have, total, 100):
+        await asyncio.gather(
+            *(
+                service.create_session(app_name="bench", user_id=user, session_id=f"s{n}")
+                for n in range(start, min(total, start + 100))
+            )
+        )
+
+
+async def _median_of(probes: int, operation: Callable[[], Awaitable[Any]]) -> float:
+    return statistics.median([await _timed(operation) for _ in range(probes)])
+
+
+async def run_adk(
+    scratch: Path, probes: int, postgres_url: str | None, small: bool
+) -> dict[str, Any]:
+    """The ADK rows: listing pages and recent-event reads, turnstore and ADK's database."""
+    from google.adk.sessions import DatabaseSessionService
+    from google.adk.sessions.base_session_service import GetSessionConfig
+
+    from turnstore.integrations.adk import TurnstoreSessionService
+
+    counts = (10, 200) if small else ADK_SESSIONS
+    lengths = (10, 60) if small else ADK_EVENTS
+    recent = GetSessionConfig(num_recent_events=ADK_RECENT)
+    ours = TurnstoreSessionService(str(scratch / "adk-turnstore.sqlite3"))
+    theirs = DatabaseSessionService(f"sqlite+aiosqlite:///{scratch / 'adk-database.db'}")
+    doc: dict[str, Any] = {"sessions": list(counts), "events": list(lengths), "rows": {}}
+    try:
+        have = 0
+        for count in counts:
+            await _fill_sessions(ours, "u", count, have)
+            await _fill_sessions(theirs, "u", count, have)
+            have = count
+            page = await _median_of(
+                probes,
+                lambda: ours.list_sessions_page(app_name="bench", user_id="u", limit=ADK_PAGE),
+            )
+            doc["rows"][f"turnstore page at {count}"] = page
+        full = await _median_of(
+            max(3, probes // 10), lambda: theirs.list_sessions(app_name="bench", user_id="u")
+        )
+        doc["rows"][f"database full list at {counts[-1]}"] = full
+        grown = 0
+        session = await ours.create_session(app_name="bench", user_id="e", session_id="long")
+        for length in lengths:
+            for number in range(grown, length):
+                await ours.append_event(session, await _adk_event(number))
+            grown = length
+            read = await _median_of(
+                probes,
+                lambda: ours.get_session(
+                    app_name="bench", user_id="e", session_id="long", config=recent
+                ),
+            )
+            doc["rows"][f"turnstore recent {ADK_RECENT} at {length} events"] = read
+    finally:
+        await ours.close()
+        await theirs.close()
+    rows = doc["rows"]
+    low, high = counts
+    doc["targets"] = [
+        _row(
+            f"ADK page at {high} / at {low} sessions (turnstore)",
+            rows[f"turnstore page at {high}"] / rows[f"turnstore page at {low}"],
+            1.3,
+        ),
+        _row(
+            f"ADK page at {high} (turnstore) / full list (DatabaseSessionService)",
+            rows[f"turnstore page at {high}"] / rows[f"database full list at {high}"],
+            0.05,
+        ),
+        _row(
+            f"ADK recent {ADK_RECENT} at {lengths[1]} / at {lengths[0]} events (turnstore)",
+            rows[f"turnstore recent {ADK_RECENT} at {lengths[1]} events"]
+            / rows[f"turnstore recent {ADK_RECENT} at {lengths[0]} events"],
+            1.3,
+        ),
+    ]
+    return doc
+
+
+def _row(target: str, measured: float, at_most: float) -> dict[str, Any]:
+    return {
+        "target": target,
+        "measured": measured,
+        "required": f"<= {at_most}",
+        "passed": measured <= at_most,
+    }
+
+
 def _point(doc: dict[str, Any], peer: str, items: int) -> dict[str, Any] | None:
     result = doc["peers"].get(peer)
     if result is None or result["status"] != "ran":
@@ -235,10 +363,14 @@ def render(doc: dict[str, Any]) -> str:
                 f" {point['add'] * 1e3:>8.2f} {point['get_limited'] * 1e3:>14.2f}"
                 f" {point['get_all'] * 1e3:>9.2f} {point['pop'] * 1e3:>8.2f}"
             )
+    adk = doc.get("adk")
+    if adk is not None:
+        lines += ["", "Google ADK sessions (SQLite), medians"]
+        lines += [f"{name:<45} {seconds * 1e3:>9.2f} ms" for name, seconds in adk["rows"].items()]
     lines += ["", "Targets"]
     for row in doc["targets"]:
         verdict = "PASS" if row["passed"] else "MISS"
-        lines.append(f"{row['target']:<58} {row['measured']:>7.2f} {row['required']:>7}  {verdict}")
+        lines.append(f"{row['target']:<66} {row['measured']:>7.3f} {row['required']:>7}  {verdict}")
     return "\n".join(lines)
 
 
@@ -259,7 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
-    doc = asyncio.run(run(points, probes, None if args.no_postgres else args.postgres_url))
+    postgres = None if args.no_postgres else args.postgres_url
+    doc = asyncio.run(run_all(points, probes, postgres, args.smoke))
     if args.json is not None:
         args.json.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     print(render(doc))

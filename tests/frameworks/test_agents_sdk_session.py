@@ -258,4 +258,5 @@ def test_the_frameworks_benchmark_runs(tmp_path: Path) -> None:
         "agents-sqlalchemysession",
         "turnstore-pg",
     }
-    assert len(doc["targets"]) == 3
+    assert len(doc["targets"]) == 6
+    assert set(doc["adk"]["rows"]) >= {"database full list at 200", "turnstore page at 200"}

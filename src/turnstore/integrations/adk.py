@@ -195,14 +195,25 @@ class TurnstoreSessionService(BaseSessionService):
             before = window.start
 
     async def _merged(
-        self, app_name: str, user_id: str, session_state: dict[str, Any]
+        self,
+        app_name: str,
+        user_id: str,
+        session_state: dict[str, Any],
+        scopes: dict[str, dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """Session state with the app's and the user's state, prefixed as ADK shows them."""
+        """Session state with the app's and the user's state, prefixed as ADK shows them.
+
+        `scopes` caches the scopes read, for a listing of many sessions of one app or user.
+        """
+        scopes = {} if scopes is None else scopes
         merged = dict(session_state)
-        app = await self.store.load_state_scope(_app_scope(app_name))
-        merged.update({State.APP_PREFIX + key: value for key, value in app.items()})
-        user = await self.store.load_state_scope(_user_scope(app_name, user_id))
-        merged.update({State.USER_PREFIX + key: value for key, value in user.items()})
+        for prefix, scope in (
+            (State.APP_PREFIX, _app_scope(app_name)),
+            (State.USER_PREFIX, _user_scope(app_name, user_id)),
+        ):
+            if scope not in scopes:
+                scopes[scope] = await self.store.load_state_scope(scope)
+            merged.update({prefix + key: value for key, value in scopes[scope].items()})
         return merged
 
     async def list_sessions(
@@ -239,13 +250,14 @@ class TurnstoreSessionService(BaseSessionService):
         if user_id is not None:
             prefix += _escape(user_id) + "/"
         found: list[Session] = []
+        scopes: dict[str, dict[str, Any]] = {}  # app and user state, read once per page call
         while True:
             request = SessionPageRequest(limit=PAGE, owner_id=user_id, cursor=cursor)
             page = await self.store.list_sessions_page(request)
             for summary in page.sessions:
                 if not summary.session_id.startswith(prefix):
                     continue
-                session = await self._summary_session(summary.session_id)
+                session = await self._summary_session(summary.session_id, scopes)
                 if session is not None:
                     found.append(session)
                 if len(found) == limit:
@@ -259,7 +271,7 @@ class TurnstoreSessionService(BaseSessionService):
             if cursor is None:
                 return SessionsPage(sessions=found, next_cursor=None)
 
-    async def _summary_session(self, tid: str) -> Session | None:
+    async def _summary_session(self, tid: str, scopes: dict[str, dict[str, Any]]) -> Session | None:
         app_name, user_id, session_id = (_unescape(part) for part in tid[len(PREFIX) :].split("/"))
         record = await self.store.load_state(tid, SESSION_KEY)
         if record is None:
@@ -268,7 +280,7 @@ class TurnstoreSessionService(BaseSessionService):
             id=session_id,
             app_name=app_name,
             user_id=user_id,
-            state=await self._merged(app_name, user_id, record["state"]),
+            state=await self._merged(app_name, user_id, record["state"], scopes),
             last_update_time=record["last_update_time"],
         )
 
