@@ -223,11 +223,18 @@ class FileAttachmentStore:
             self._make_durable_folder(self.root)
             # Up to the file system's root: any of them may be a crashed writer's new folder.
             for ancestor in self.root.parents:
-                with suppress(PermissionError):  # one we cannot open, we never wrote into
+                # One we cannot open or fsync (permissions, some network mounts) is one this
+                # store never wrote into.
+                with suppress(OSError):
                     _fsync_folder(ancestor)
             self._root_durable = True
         try:
             os.mkdir(folder, FOLDER_MODE)
+        except FileNotFoundError:
+            # The root itself was removed since: make the whole chain again.
+            self._root_durable = False
+            self._make_durable_folder(folder)
+            self._root_durable = True
         except FileExistsError:
             if not stat.S_ISDIR(os.stat(folder).st_mode):
                 raise NotADirectoryError(

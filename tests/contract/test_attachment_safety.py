@@ -593,3 +593,15 @@ def test_uri_lookups_are_served_by_the_uri_index(backend_name, blocking_store, p
         ):
             plan = str(connection.execute(f"EXPLAIN {statement}", params).fetchall())
             assert "attachment_uri_idx" in plan, plan
+
+
+def test_a_store_whose_root_was_removed_makes_it_again(blocking_store, tmp_path):
+    """The root made once per instance is made again when something removed it since."""
+    import shutil
+
+    files = FileAttachmentStore(tmp_path / "files")
+    rt = blocking_store.runtime("s1")
+    files.put(rt, "a1", b"x")
+    shutil.rmtree(files.root)
+    assert files.put(rt, "a2", b"y").read_bytes() == b"y"
+    assert stat.S_IMODE(files.root.stat().st_mode) == 0o700

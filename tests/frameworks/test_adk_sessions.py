@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import turnstore
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
 
 pytestmark = pytest.mark.peers
@@ -413,3 +414,29 @@ def test_a_runner_keeps_its_session_across_a_process_restart(tmp_path: Path, bac
     # The restarted process finds the session, its events and every scope of its state.
     assert "events=8 counter=4 turns=2 temp=False" in outputs[1]
     assert "user_state={'counter': 4}" in outputs[1]
+
+
+@services("adk-inmemory", "adk-database")
+async def test_a_hand_built_session_keeps_the_stored_state(service: Any) -> None:
+    """Only event deltas are stored: a hand-built session's (or a direct) state change is not."""
+    from google.adk.sessions.session import Session
+
+    await service.create_session(app_name=APP, user_id="u", session_id="h", state={"a": 1})
+    hand = Session(id="h", app_name=APP, user_id="u", state={"junk": "x"}, events=[])
+    await service.append_event(hand, event("1", delta={"b": 2}))
+    stored = await service.get_session(app_name=APP, user_id="u", session_id="h")
+    assert stored.state == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize("service", TURNSTORE, indirect=True)
+async def test_a_session_written_outside_the_service_is_an_error_not_a_hang(service: Any) -> None:
+    from turnstore import StorageError
+    from turnstore.integrations.adk import turnstore_id
+
+    session = await service.create_session(app_name=APP, user_id="u", session_id="x")
+    await service.append_event(session, event("1"))
+    await service.store.pop_context(turnstore_id(APP, "u", "x"))
+    with pytest.raises(StorageError, match="written outside this service"):
+        await service.get_session(app_name=APP, user_id="u", session_id="x")
+    with pytest.raises(turnstore.InvalidInput):
+        await service.list_sessions_page(app_name=APP, user_id="u", limit=0)

@@ -35,7 +35,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
-from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound
+from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound, StorageError
 from turnstore.faces.aio import Store, open
 from turnstore.records.checkpoint import SessionCursor, SessionPageRequest
 
@@ -45,6 +45,8 @@ SESSION_KEY = "adk-session"
 """The middleware state key of a session's own state, in the scope of the session's id."""
 PAGE = 200
 """Sessions or events read at a time."""
+READ_TRIES = 10
+"""Reads of a session that keeps changing under a reader before it gives up."""
 
 
 def _escape(part: str) -> str:
@@ -152,13 +154,17 @@ class TurnstoreSessionService(BaseSessionService):
         self, tid: str, config: GetSessionConfig | None
     ) -> tuple[dict[str, Any], list[Event], int] | None:
         """The session's record and events at one sequence (read again if a write came between)."""
-        while True:
+        for _ in range(READ_TRIES):
             record = await self.store.load_state(tid, SESSION_KEY)
             if record is None:
                 return None
             events, sequence = await self._events(tid, config)
             if sequence == record["sequence"]:
                 return record, events, sequence
+        raise StorageError(
+            "the session kept changing while it was read, or was written outside this service",
+            retryable=True,
+        )
 
     async def _events(self, tid: str, config: GetSessionConfig | None) -> tuple[list[Event], int]:
         """The newest events `config` asks for, oldest first, and the sequence read at.
@@ -178,12 +184,16 @@ class TurnstoreSessionService(BaseSessionService):
         kept: list[Event] = []
         before: int | None = None
         sequence: int | None = None
+        restarts = 0
         while True:
             window = await self.store.context_window(tid, before, PAGE)
             if sequence is None:
                 sequence = window.sequence
             elif window.sequence != sequence:
-                kept, before, sequence = [], None, None  # a write came between the pages
+                restarts += 1  # a write came between the pages: read them again
+                if restarts == READ_TRIES:
+                    raise StorageError("the session kept changing while read", retryable=True)
+                kept, before, sequence = [], None, None
                 continue
             for item in reversed(window.items):
                 event = Event.model_validate(item)
@@ -219,7 +229,11 @@ class TurnstoreSessionService(BaseSessionService):
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        """Every session of the app (of one user, if given), oldest update first, no events."""
+        """Every session of the app (of one user, if given), oldest update first, no events.
+
+        Read page by page: a session updated while the pages are read may be left out of
+        this listing (it moved ahead of the cursor); it is in the next one.
+        """
         sessions: list[Session] = []
         cursor = None
         while True:
@@ -246,6 +260,8 @@ class TurnstoreSessionService(BaseSessionService):
         By the user's catalog index when `user_id` is given, so a page costs the same however
         many sessions the store holds; over the whole catalog otherwise.
         """
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInput("limit must be an integer of at least 1")
         prefix = PREFIX + _escape(app_name) + "/"
         if user_id is not None:
             prefix += _escape(user_id) + "/"
@@ -307,11 +323,18 @@ class TurnstoreSessionService(BaseSessionService):
         tid = turnstore_id(session.app_name, session.user_id, session.id)
         expected = await self._expected_sequence(tid, session)
         deltas = _session_util.extract_state_delta(event.actions.state_delta or {})
-        own = {
-            key: value
-            for key, value in session.state.items()
-            if not key.startswith((State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX))
-        }
+        # The stored state plus the event's delta: changes made to `session.state` directly
+        # are not stored, as in ADK's own services. The append below commits only at
+        # `expected`, so the record read here is the one it replaces.
+        stored = await self.store.load_state(tid, SESSION_KEY)
+        if stored is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        if stored["sequence"] != expected:
+            raise StaleSessionError(
+                "The session has been modified in storage since it was loaded. Please reload"
+                " the session before appending more events."
+            )
+        own = dict(stored["state"])
         own.update(deltas["session"])
         record = {"state": own, "last_update_time": event.timestamp, "sequence": expected + 1}
         writes: list[tuple[str, str, Any]] = [(tid, SESSION_KEY, record)]
