@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -199,3 +200,18 @@ def blocking_store(store_url: str) -> Iterator[BlockingStore]:
     """A fresh blocking store on the backend under test."""
     with turnstore.open_blocking(store_url) as opened:
         yield opened
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURE_SCHEMA = "turnstore_fixture"
+"""The PostgreSQL schema name the fixture dumps were taken from."""
+
+
+def restore_fixture(backend: str, database: Database, pg_schema: str, version: int) -> None:
+    """Put the database an earlier build wrote at schema `version` where a store will open."""
+    if backend == "sqlite":
+        shutil.copyfile(FIXTURES / f"schema_v{version}.sqlite3", database.path)
+        return
+    dump = (FIXTURES / f"schema_v{version}.postgres.sql").read_text(encoding="utf-8")
+    with postgres_connection() as connection:
+        connection.execute(dump.replace(FIXTURE_SCHEMA, pg_schema).encode())

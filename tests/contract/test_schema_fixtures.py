@@ -1,20 +1,19 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
-The fixtures in `tests/fixtures/` were written by the build before schema 3 (how: see
-`tests/fixtures/make_schema_v2.py`): a SQLite file, and a PostgreSQL schema dumped as SQL.
+The fixtures in `tests/fixtures/` were written by the builds before schema 3 and before
+schema 4 (how: see `tests/fixtures/make_schema_v2.py`, run by each): a SQLite file and a
+PostgreSQL schema dumped as SQL per version. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import turnstore
-from conftest import postgres_connection
+from conftest import restore_fixture
 from turnstore import (
     EventPageRequest,
     ExecutionPageRequest,
@@ -25,18 +24,11 @@ from turnstore.backends.postgres import schema as postgres_schema
 from turnstore.backends.sqlite import schema as sqlite_schema
 from turnstore.records import AttachmentIntent
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
-FIXTURE_SCHEMA = "turnstore_fixture"
 
-
-def _restore(backend_name: str, database: Any, pg_schema: str) -> None:
-    """Put the schema-2 fixture where the test's store will open."""
-    if backend_name == "sqlite":
-        shutil.copyfile(FIXTURES / "schema_v2.sqlite3", database.path)
-        return
-    dump = (FIXTURES / "schema_v2.postgres.sql").read_text(encoding="utf-8")
-    with postgres_connection() as connection:
-        connection.execute(dump.replace(FIXTURE_SCHEMA, pg_schema).encode())
+@pytest.fixture(params=[2, 3], ids=["schema-2", "schema-3"])
+def fixture_version(request: pytest.FixtureRequest) -> int:
+    """The schema version of the fixture under test."""
+    return int(request.param)
 
 
 def _schema_version(backend_name: str, database: Any) -> int:
@@ -45,17 +37,17 @@ def _schema_version(backend_name: str, database: Any) -> int:
     return int(database.query("SELECT max(version) FROM turnstore_schema")[0][0])
 
 
-def test_the_fixture_is_at_schema_version_2(backend_name, database, pg_schema):
+def test_the_fixture_is_at_its_schema_version(backend_name, database, pg_schema, fixture_version):
     """The fixture is what the earlier build wrote, not a database of the current one."""
-    _restore(backend_name, database, pg_schema)
-    assert _schema_version(backend_name, database) == 2
+    restore_fixture(backend_name, database, pg_schema, fixture_version)
+    assert _schema_version(backend_name, database) == fixture_version
 
 
-def test_a_schema_2_database_opens_migrated_with_everything_it_held(
-    backend_name, database, pg_schema, store_url
+def test_an_earlier_database_opens_migrated_with_everything_it_held(
+    backend_name, database, pg_schema, store_url, fixture_version
 ):
     """Checkpoints, context, journals, fork, state, runtime head and manifest read back."""
-    _restore(backend_name, database, pg_schema)
+    restore_fixture(backend_name, database, pg_schema, fixture_version)
     with turnstore.open_blocking(store_url) as store:
         chat = store.load("chat")
         assert chat is not None
@@ -93,15 +85,15 @@ def test_a_schema_2_database_opens_migrated_with_everything_it_held(
         assert head is not None
         assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
         assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 3
-    assert len(postgres_schema.MIGRATIONS) == 3
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 4
+    assert len(postgres_schema.MIGRATIONS) == 4
 
 
-def test_a_migrated_schema_2_database_takes_new_writes_under_the_new_rules(
-    backend_name, database, pg_schema, store_url
+def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
+    backend_name, database, pg_schema, store_url, fixture_version
 ):
     """The next save appends to the stored context; a URI the fixture's entry names is taken."""
-    _restore(backend_name, database, pg_schema)
+    restore_fixture(backend_name, database, pg_schema, fixture_version)
     with turnstore.open_blocking(store_url) as store:
         chat = store.load("chat")
         assert chat is not None

@@ -173,6 +173,65 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX attachment_uri_idx ON attachment_manifest USING hash (canonical_uri);
     """,
+    # 4: LangGraph checkpoints (`turnstore.integrations.langgraph`); see the SQLite schema.
+    """
+    CREATE TABLE lg_checkpoints (
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        checkpoint_ns TEXT COLLATE "C" NOT NULL,
+        checkpoint_id TEXT COLLATE "C" NOT NULL,
+        parent_checkpoint_id TEXT COLLATE "C",
+        run_id TEXT COLLATE "C",
+        checkpoint_type TEXT NOT NULL,
+        checkpoint BYTEA NOT NULL,
+        metadata_type TEXT NOT NULL,
+        metadata BYTEA NOT NULL,
+        versions_json TEXT NOT NULL,
+        delta_channels_json TEXT,
+        PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id)
+    );
+    CREATE INDEX lg_checkpoints_recent_idx ON lg_checkpoints(checkpoint_id);
+    CREATE INDEX lg_checkpoints_run_idx ON lg_checkpoints(run_id) WHERE run_id IS NOT NULL;
+    CREATE TABLE lg_blobs (
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        checkpoint_ns TEXT COLLATE "C" NOT NULL,
+        channel TEXT COLLATE "C" NOT NULL,
+        version TEXT COLLATE "C" NOT NULL,
+        value_type TEXT NOT NULL,
+        value BYTEA,
+        lineage BIGINT,
+        length BIGINT CHECK (length IS NULL OR length >= 0),
+        PRIMARY KEY (session_id, checkpoint_ns, channel, version),
+        CHECK ((lineage IS NULL) = (length IS NULL))
+    );
+    CREATE TABLE lg_lineages (
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        lineage BIGINT NOT NULL,
+        base_lineage BIGINT,
+        base_length BIGINT NOT NULL CHECK (base_length >= 0),
+        depth INTEGER NOT NULL CHECK (depth >= 0),
+        PRIMARY KEY (session_id, lineage)
+    );
+    CREATE TABLE lg_items (
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        lineage BIGINT NOT NULL,
+        position BIGINT NOT NULL CHECK (position >= 0),
+        value_type TEXT NOT NULL,
+        value BYTEA NOT NULL,
+        PRIMARY KEY (session_id, lineage, position)
+    );
+    CREATE TABLE lg_writes (
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        checkpoint_ns TEXT COLLATE "C" NOT NULL,
+        checkpoint_id TEXT COLLATE "C" NOT NULL,
+        task_id TEXT COLLATE "C" NOT NULL,
+        idx INTEGER NOT NULL,
+        task_path TEXT COLLATE "C" NOT NULL,
+        channel TEXT COLLATE "C" NOT NULL,
+        value_type TEXT NOT NULL,
+        value BYTEA,
+        PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

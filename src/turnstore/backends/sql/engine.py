@@ -181,6 +181,10 @@ class Tx:
         """Run a statement that returns no rows."""
         self._connection.execute(sql, params)
 
+    def many(self, sql: str, params: Iterable[Sequence[Any]]) -> None:
+        """Run a statement that returns no rows once per parameter tuple, in one call."""
+        self._connection.cursor().executemany(sql, params)
+
 
 class Engine(Protocol):
     """How a backend runs transactions: reads in the caller's thread, writes via futures."""

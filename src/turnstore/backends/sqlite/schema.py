@@ -167,6 +167,68 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX attachment_uri_idx ON attachment_manifest(canonical_uri);
     """,
+    # 4: LangGraph checkpoints (`turnstore.integrations.langgraph`), one session per thread.
+    # A channel value is a row of `lg_blobs` per version; a list value names a prefix of a
+    # lineage of `lg_items` instead, so a version that appends to a list writes only the new
+    # items. A lineage may start as a prefix of another (a branch from an older checkpoint).
+    """
+    CREATE TABLE lg_checkpoints (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        checkpoint_ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        parent_checkpoint_id TEXT,
+        run_id TEXT,
+        checkpoint_type TEXT NOT NULL,
+        checkpoint BLOB NOT NULL,
+        metadata_type TEXT NOT NULL,
+        metadata BLOB NOT NULL,
+        versions_json TEXT NOT NULL,
+        delta_channels_json TEXT,
+        PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id)
+    );
+    CREATE INDEX lg_checkpoints_recent_idx ON lg_checkpoints(checkpoint_id);
+    CREATE INDEX lg_checkpoints_run_idx ON lg_checkpoints(run_id) WHERE run_id IS NOT NULL;
+    CREATE TABLE lg_blobs (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        checkpoint_ns TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        version TEXT NOT NULL,
+        value_type TEXT NOT NULL,
+        value BLOB,
+        lineage INTEGER,
+        length INTEGER CHECK (length IS NULL OR length >= 0),
+        PRIMARY KEY (session_id, checkpoint_ns, channel, version),
+        CHECK ((lineage IS NULL) = (length IS NULL))
+    );
+    CREATE TABLE lg_lineages (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        lineage INTEGER NOT NULL,
+        base_lineage INTEGER,
+        base_length INTEGER NOT NULL CHECK (base_length >= 0),
+        depth INTEGER NOT NULL CHECK (depth >= 0),
+        PRIMARY KEY (session_id, lineage)
+    );
+    CREATE TABLE lg_items (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        lineage INTEGER NOT NULL,
+        position INTEGER NOT NULL CHECK (position >= 0),
+        value_type TEXT NOT NULL,
+        value BLOB NOT NULL,
+        PRIMARY KEY (session_id, lineage, position)
+    );
+    CREATE TABLE lg_writes (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        checkpoint_ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        task_path TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        value_type TEXT NOT NULL,
+        value BLOB,
+        PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

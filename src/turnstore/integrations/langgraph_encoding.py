@@ -1,0 +1,254 @@
+"""How the LangGraph checkpointer encodes checkpoints for the store, and decodes them.
+
+Values go through the saver's serializer (`self.serde`, allowlist included) one channel
+version at a time; a list that extends a version this saver stored or loaded is sent as its
+new items only, found by identity item by item (`CheckpointEncoding._recall`).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from turnstore.errors import InvalidInput
+from turnstore.records.langgraph import (
+    EMPTY,
+    BlobWrite,
+    ChannelValue,
+    ListWrite,
+    LoadedCheckpoint,
+    PutRequest,
+    Typed,
+    WriteRow,
+)
+
+PREFIX = "langgraph/"
+"""Every LangGraph thread's turnstore session id starts with this."""
+KNOWN_CHANNELS = 1024
+"""List channels whose recent versions a saver remembers, to store their appends as deltas."""
+KNOWN_VERSIONS = 4
+"""Recent versions remembered per list channel (a run resumed from an older one finds it)."""
+_INLINE = (str, int, float, bool)
+
+
+def session_id(thread_id: object) -> str:
+    """The turnstore session id of one LangGraph thread."""
+    return PREFIX + str(thread_id)
+
+
+def version_key(version: object) -> str:
+    """A channel version as the text the store keys it by."""
+    return version if isinstance(version, str) else repr(version)
+
+
+class Known(NamedTuple):
+    """A list channel version this saver stored or loaded: its lineage and its items."""
+
+    version: str
+    lineage: int
+    items: tuple[Any, ...]
+
+
+class Target(NamedTuple):
+    """What a config names: a thread, its session, a namespace, maybe a checkpoint."""
+
+    thread_id: str
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None
+
+
+def target_of(config: RunnableConfig) -> Target:
+    """The thread, namespace and checkpoint a config names; `InvalidInput` without a thread."""
+    configurable = config.get("configurable") or {}
+    if "thread_id" not in configurable:
+        raise InvalidInput("the config names no thread: configurable.thread_id is required")
+    thread_id = str(configurable["thread_id"])
+    ns = configurable.get("checkpoint_ns") or ""
+    return Target(thread_id, session_id(thread_id), ns, get_checkpoint_id(config))
+
+
+def owner_of(config: RunnableConfig) -> str | None:
+    """The catalog owner a config names (`owner_id`, else `user_id`), or None."""
+    configurable = config.get("configurable") or {}
+    for key in ("owner_id", "user_id"):
+        value = configurable.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def config_of(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    """The config of one stored checkpoint."""
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class CheckpointEncoding:
+    """The saver's encoding: requests from LangGraph's records, records from stored rows."""
+
+    serde: SerializerProtocol
+
+    def __init__(self) -> None:
+        self._known: OrderedDict[tuple[str, str, str], list[Known]] = OrderedDict()
+        self._known_lock = threading.Lock()
+
+    # --- the remembered list versions -------------------------------------------------------
+
+    def _recall(self, key: tuple[str, str, str], items: tuple[Any, ...]) -> Known | None:
+        """The longest remembered version of a list channel that `items` begins with."""
+        with self._known_lock:
+            known = list(self._known.get(key, ()))
+        best = None
+        for entry in known:
+            size = len(entry.items)
+            if size > len(items) or (best is not None and size <= len(best.items)):
+                continue
+            if all(a is b for a, b in zip(entry.items, items, strict=False)):
+                best = entry
+        return best
+
+    def _remember(self, key: tuple[str, str, str], entry: Known) -> None:
+        with self._known_lock:
+            versions = [known for known in self._known.pop(key, []) if known != entry]
+            self._known[key] = [entry, *versions][:KNOWN_VERSIONS]
+            while len(self._known) > KNOWN_CHANNELS:
+                self._known.popitem(last=False)
+
+    def _forget(self, session_ids: Sequence[str] | None) -> None:
+        with self._known_lock:
+            if session_ids is None:
+                self._known.clear()
+                return
+            doomed = set(session_ids)
+            for key in [key for key in self._known if key[0] in doomed]:
+                del self._known[key]
+
+    # --- encoding ---------------------------------------------------------------------------
+
+    def _typed(self, value: Any) -> Typed:
+        value_type, data = self.serde.dumps_typed(value)
+        return Typed(value_type, data)
+
+    def _decode(self, value: ChannelValue) -> Any:
+        if value.items is not None:
+            return [self.serde.loads_typed(item) for item in value.items]
+        assert value.value is not None
+        return self.serde.loads_typed(value.value)
+
+    def _list_write(
+        self, target: Target, channel: str, version: str, value: list[Any], whole: bool
+    ) -> ListWrite:
+        items = tuple(value)
+        known = (
+            None
+            if whole
+            else self._recall((target.session_id, target.checkpoint_ns, channel), items)
+        )
+        start = 0 if known is None else len(known.items)
+        return ListWrite(
+            channel=channel,
+            version=version,
+            lineage=None if known is None else known.lineage,
+            start=start,
+            items=[self._typed(item) for item in items[start:]],
+            fresh=secrets.randbits(62),
+        )
+
+    def _put_request(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        whole: set[str],
+    ) -> PutRequest:
+        target = target_of(config)
+        values = checkpoint["channel_values"]
+        inline = {
+            channel: value
+            for channel, value in values.items()
+            if value is None or type(value) in _INLINE
+        }
+        skeleton = {**checkpoint, "channel_values": inline}
+        blobs: list[BlobWrite] = []
+        lists: list[ListWrite] = []
+        for channel, raw_version in new_versions.items():
+            version = version_key(raw_version)
+            if channel in inline:
+                continue
+            if channel not in values:
+                blobs.append(BlobWrite(channel, version, EMPTY, None))
+            elif type(values[channel]) is list and values[channel]:
+                lists.append(
+                    self._list_write(target, channel, version, values[channel], channel in whole)
+                )
+            else:
+                blobs.append(BlobWrite(channel, version, *self._typed(values[channel])))
+        stored_metadata = get_serializable_checkpoint_metadata(config, metadata)
+        counters = stored_metadata.get("counters_since_delta_snapshot")
+        run_id = stored_metadata.get("run_id")
+        versions = {ch: version_key(v) for ch, v in checkpoint["channel_versions"].items()}
+        return PutRequest(
+            session_id=target.session_id,
+            owner_id=owner_of(config),
+            checkpoint_ns=target.checkpoint_ns,
+            checkpoint_id=checkpoint["id"],
+            parent_checkpoint_id=target.checkpoint_id,
+            run_id=run_id if isinstance(run_id, str) else None,
+            checkpoint=self._typed(skeleton),
+            metadata=self._typed(stored_metadata),
+            versions_json=json.dumps(versions, sort_keys=True),
+            delta_channels_json=json.dumps(sorted(counters)) if counters else None,
+            blobs=blobs,
+            lists=lists,
+        )
+
+    def _tuple(self, thread_id: str, loaded: LoadedCheckpoint) -> CheckpointTuple:
+        row = loaded.row
+        checkpoint: Checkpoint = self.serde.loads_typed((row.checkpoint_type, row.checkpoint))
+        values = dict(checkpoint.get("channel_values") or {})
+        for value in loaded.values:
+            decoded = self._decode(value)
+            values[value.channel] = decoded
+            if value.lineage is not None:
+                version = version_key(checkpoint["channel_versions"][value.channel])
+                key = (row.session_id, row.checkpoint_ns, value.channel)
+                self._remember(key, Known(version, value.lineage, tuple(decoded)))
+        checkpoint["channel_values"] = values
+        parent = None
+        if row.parent_checkpoint_id is not None:
+            parent = config_of(thread_id, row.checkpoint_ns, row.parent_checkpoint_id)
+        return CheckpointTuple(
+            config=config_of(thread_id, row.checkpoint_ns, row.checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=self.serde.loads_typed((row.metadata_type, row.metadata)),
+            parent_config=parent,
+            pending_writes=[self._pending(write) for write in loaded.writes],
+        )
+
+    def _pending(self, write: WriteRow) -> tuple[str, str, Any]:
+        value = (
+            None if write.value is None else self.serde.loads_typed((write.value_type, write.value))
+        )
+        return (write.task_id, write.channel, value)

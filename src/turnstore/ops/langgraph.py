@@ -1,0 +1,140 @@
+"""The LangGraph checkpointer's operations, as steps: checked requests in, encoded rows out.
+
+`turnstore.integrations.langgraph` serialises with LangGraph's serializer and builds the
+requests; each operation here checks the identifiers it keys rows by, then runs one script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from turnstore.backends.sql import checkpoints, sessions
+from turnstore.backends.sql import langgraph as scripts
+from turnstore.backends.sql import langgraph_upkeep as upkeep
+from turnstore.backends.sql.engine import Tx
+from turnstore.records.langgraph import (
+    CheckpointRow,
+    DeltaHistory,
+    LoadedCheckpoint,
+    PutRequest,
+    PutResult,
+    SearchQuery,
+    WritesRequest,
+)
+from turnstore.rules.validation import (
+    identifier,
+    identifiers,
+    optional_identifier,
+    validate_session_id,
+    validate_session_ids,
+)
+from turnstore.steps import Steps, read, write
+
+
+def _checked_put(request: PutRequest) -> PutRequest:
+    validate_session_id(request.session_id)
+    optional_identifier(request.owner_id, "owner ID")
+    identifiers((request.checkpoint_ns, request.checkpoint_id), "checkpoint identifier")
+    optional_identifier(request.parent_checkpoint_id, "parent checkpoint ID")
+    optional_identifier(request.run_id, "run ID")
+    channels = [blob.channel for blob in request.blobs] + [item.channel for item in request.lists]
+    identifiers(channels, "channel name")
+    versions = [blob.version for blob in request.blobs] + [item.version for item in request.lists]
+    identifiers(versions, "channel version")
+    return request
+
+
+def put(request: PutRequest) -> Steps[PutResult]:
+    """Store a checkpoint and its new channel versions in one commit."""
+    checked = _checked_put(request)
+    return (yield from write(lambda tx: scripts.put(tx, checked)))
+
+
+def put_writes(request: WritesRequest) -> Steps[None]:
+    """Store a task's pending writes on a checkpoint."""
+    validate_session_id(request.session_id)
+    optional_identifier(request.owner_id, "owner ID")
+    identifiers((request.checkpoint_ns, request.checkpoint_id), "checkpoint identifier")
+    identifiers((row.task_id for row in request.rows), "task ID")
+    identifiers((row.task_path for row in request.rows), "task path")
+    identifiers((row.channel for row in request.rows), "channel name")
+    if request.rows:
+        yield from write(lambda tx: scripts.put_writes(tx, request))
+
+
+def get(
+    session_id: str, checkpoint_ns: str, checkpoint_id: str | None
+) -> Steps[LoadedCheckpoint | None]:
+    """Load one checkpoint by id, or a namespace's newest."""
+    session_id = validate_session_id(session_id)
+    identifier(checkpoint_ns, "checkpoint namespace")
+    optional_identifier(checkpoint_id, "checkpoint ID")
+    return (yield from read(lambda tx: scripts.get(tx, session_id, checkpoint_ns, checkpoint_id)))
+
+
+def search(query: SearchQuery) -> Steps[list[CheckpointRow]]:
+    """One newest-first page of checkpoint rows matching a listing."""
+    if query.session_id is not None:
+        validate_session_id(query.session_id)
+    for value in (query.checkpoint_ns, query.checkpoint_id, query.before):
+        optional_identifier(value, "checkpoint identifier")
+    return (yield from read(lambda tx: scripts.search(tx, query)))
+
+
+def load_rows(rows: Iterable[CheckpointRow]) -> Steps[list[LoadedCheckpoint]]:
+    """The values and writes of checkpoints a search found."""
+    found = list(rows)
+    return (yield from read(lambda tx: scripts.load_rows(tx, found)))
+
+
+def delta_history(
+    session_id: str, checkpoint_ns: str, checkpoint_id: str | None, channels: Sequence[str]
+) -> Steps[list[DeltaHistory]]:
+    """Each channel's writes on a checkpoint's ancestors back to its nearest stored value."""
+    session_id = validate_session_id(session_id)
+    identifier(checkpoint_ns, "checkpoint namespace")
+    optional_identifier(checkpoint_id, "checkpoint ID")
+    names = list(channels)
+    identifiers(names, "channel name")
+    return (
+        yield from read(
+            lambda tx: upkeep.delta_history(tx, session_id, checkpoint_ns, checkpoint_id, names)
+        )
+    )
+
+
+def delete_threads(session_ids: Sequence[str]) -> Steps[None]:
+    """Delete threads' sessions (and everything hanging off them); absent ones are ignored."""
+    ids = sorted(set(validate_session_ids(session_ids)))
+    if ids:
+        yield from write(lambda tx: _delete_present(tx, ids))
+
+
+def _delete_present(tx: Tx, ids: list[str]) -> None:
+    present = [session_id for session_id in ids if sessions.lock(tx, session_id)]
+    if present:
+        checkpoints.delete(tx, present)
+
+
+def delete_runs(run_ids: Sequence[str]) -> Steps[None]:
+    """Delete the checkpoints and writes the given runs made."""
+    ids = list(run_ids)
+    identifiers(ids, "run ID")
+    if ids:
+        yield from write(lambda tx: upkeep.delete_runs(tx, ids))
+
+
+def keep_latest(session_ids: Sequence[str]) -> Steps[None]:
+    """Prune each thread to its namespaces' newest checkpoints (and what they replay)."""
+    for session_id in validate_session_ids(session_ids):
+        yield from write(_keeper(session_id))
+
+
+def _keeper(session_id: str) -> Callable[[Tx], None]:
+    return lambda tx: upkeep.keep_latest(tx, session_id)
+
+
+def copy(source: str, target: str) -> Steps[bool]:
+    """Copy a thread's checkpoints, values and writes to another thread."""
+    source, target = validate_session_id(source), validate_session_id(target)
+    return (yield from write(lambda tx: upkeep.copy(tx, source, target)))
