@@ -575,6 +575,25 @@ IDENTIFIER_COLUMNS = {
     ("attachment_manifest", "attachment_id"),
     ("attachment_manifest", "canonical_uri"),
     ("blobs", "blob_ref"),
+    # The LangGraph saver's keys: thread namespaces, checkpoint, run and task ids, channels.
+    ("lg_checkpoints", "checkpoint_ns"),
+    ("lg_checkpoints", "checkpoint_id"),
+    ("lg_checkpoints", "parent_checkpoint_id"),
+    ("lg_checkpoints", "run_id"),
+    ("lg_blobs", "checkpoint_ns"),
+    ("lg_blobs", "channel"),
+    ("lg_blobs", "version"),
+    ("lg_writes", "checkpoint_ns"),
+    ("lg_writes", "checkpoint_id"),
+    ("lg_writes", "task_id"),
+    ("lg_writes", "task_path"),
+    ("lg_writes", "channel"),
+    # The type tags of the LangGraph saver's serializer, refused with NUL like identifiers.
+    ("lg_checkpoints", "checkpoint_type"),
+    ("lg_checkpoints", "metadata_type"),
+    ("lg_blobs", "value_type"),
+    ("lg_items", "value_type"),
+    ("lg_writes", "value_type"),
 }
 """Columns holding a caller's identifier as is: `InvalidInput` refuses NUL before a write."""
 DISPLAY_COLUMNS = {("sessions", "first_user_message"), ("runtime_heads", "first_user_message")}

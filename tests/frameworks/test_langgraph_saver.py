@@ -294,7 +294,13 @@ def test_bad_input_is_refused_and_writes_nothing(saver, database):
     with pytest.raises(InvalidInput):
         saver.put(config("ok"), checkpoint, {}, {"bad\x00channel": "1"})
     with pytest.raises(InvalidInput):
+        saver.put(config("ok", checkpoint_ns="ns\x00"), empty_checkpoint(), {}, {})
+    with pytest.raises(InvalidInput):
         saver.put_writes(config("ok"), [("ch", 1)], "task")  # no checkpoint_id
+    with pytest.raises(InvalidInput):
+        saver.put_writes(config("ok", checkpoint_id="c1"), [("ch", 1)], "task\x00")
+    with pytest.raises(InvalidInput):
+        saver.put_writes(config("ok", checkpoint_id="c1"), [("ch", 1)], "task", "path\x00")
     with pytest.raises(InvalidInput):
         saver.prune(["ok"], strategy="sometimes")
     assert database.count("sessions") == 0

@@ -36,6 +36,9 @@ from turnstore.records.langgraph import (
     Typed,
     WriteRow,
 )
+from turnstore.rules.saves import FIRST_USER_CHARS
+from turnstore.rules.validation import display_text
+from turnstore.rules.values import is_blank
 
 PREFIX = "langgraph/"
 """Every LangGraph thread's turnstore session id starts with this."""
@@ -102,6 +105,18 @@ def config_of(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
             "checkpoint_id": checkpoint_id,
         }
     }
+
+
+def _first_user_message(values: dict[str, Any], lists: list[ListWrite]) -> str | None:
+    """The text of the first human message of a list sent whole (a thread's first put)."""
+    for write in lists:
+        if write.lineage is not None:
+            continue
+        for item in values[write.channel]:
+            human = getattr(item, "type", None) == "human"
+            if human and isinstance(item.content, str) and not is_blank(item.content):
+                return display_text(item.content[:FIRST_USER_CHARS])
+    return None
 
 
 class CheckpointEncoding:
@@ -222,6 +237,7 @@ class CheckpointEncoding:
             delta_channels_json=json.dumps(sorted(counters)) if counters else None,
             blobs=blobs,
             lists=lists,
+            first_user_message=_first_user_message(values, lists),
         )
 
     def _tuple(self, thread_id: str, loaded: LoadedCheckpoint) -> CheckpointTuple:

@@ -41,6 +41,10 @@ def _checked_put(request: PutRequest) -> PutRequest:
     identifiers(channels, "channel name")
     versions = [blob.version for blob in request.blobs] + [item.version for item in request.lists]
     identifiers(versions, "channel version")
+    tags = [request.checkpoint.value_type, request.metadata.value_type]
+    tags += [blob.value_type for blob in request.blobs]
+    tags += [item.value_type for write in request.lists for item in write.items]
+    identifiers(tags, "serializer type tag")
     return request
 
 
@@ -58,6 +62,7 @@ def put_writes(request: WritesRequest) -> Steps[None]:
     identifiers((row.task_id for row in request.rows), "task ID")
     identifiers((row.task_path for row in request.rows), "task path")
     identifiers((row.channel for row in request.rows), "channel name")
+    identifiers((row.value_type for row in request.rows), "serializer type tag")
     if request.rows:
         yield from write(lambda tx: scripts.put_writes(tx, request))
 

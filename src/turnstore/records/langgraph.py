@@ -62,6 +62,8 @@ class PutRequest(NamedTuple):
     """The `DeltaChannel` channels whose history a load of this checkpoint replays."""
     blobs: list[BlobWrite]
     lists: list[ListWrite]
+    first_user_message: str | None
+    """What the catalog shows of the thread, if it shows nothing yet."""
 
 
 class PutResult(NamedTuple):

@@ -10,6 +10,7 @@ chain deeper than `MAX_DEPTH` is flattened by copying rows in SQL, so a load rea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -105,7 +106,10 @@ class LangGraphSql(Statements):
         "FROM lg_items WHERE session_id = ? AND lineage = ? AND position >= ? AND position < ?"
         " ORDER BY position",
     )
-    touch = "UPDATE sessions SET updated_at = {now} WHERE session_id = ?"
+    touch = (
+        "UPDATE sessions SET updated_at = {now},"
+        " first_user_message = COALESCE(first_user_message, ?) WHERE session_id = ?"
+    )
     owner = "SELECT owner_id FROM sessions WHERE session_id = ?"
     upsert_write = (
         f"INSERT INTO lg_writes ({WRITE_COLUMNS}) VALUES ({marks(9)})"
@@ -139,12 +143,19 @@ class LangGraphSql(Statements):
 # --- sessions -------------------------------------------------------------------------------
 
 
-def ensure_thread(tx: Tx, session_id: str, owner_id: str | None) -> None:
-    """Lock the thread's session row, creating it (owned by `owner_id`) if missing."""
+def ensure_thread(
+    tx: Tx, session_id: str, owner_id: str | None, first_user_message: str | None = None
+) -> None:
+    """Lock the thread's session row, creating it (owned by `owner_id`) if missing.
+
+    A write to the thread makes it the catalog's newest; the first user message it carries
+    is what the catalog shows of a thread that shows none yet.
+    """
     if sessions.lock(tx, session_id):
-        tx.run(tx.sql(LangGraphSql).touch, (session_id,))
+        tx.run(tx.sql(LangGraphSql).touch, (first_user_message, session_id))
         return
     created = prepare_append(session_id, [], owner_id, 0).creation()
+    created = dataclasses.replace(created, first_user_message=first_user_message)
     sessions.insert(tx, created, plan_context_write(None, created.context_epoch, []))
     sessions.lock(tx, session_id)
 
@@ -227,7 +238,7 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
     `missing`, to be sent again whole.
     """
     sql = tx.sql(LangGraphSql)
-    ensure_thread(tx, request.session_id, request.owner_id)
+    ensure_thread(tx, request.session_id, request.owner_id, request.first_user_message)
     places = {}
     missing = []
     for write in request.lists:
