@@ -465,11 +465,41 @@ class LangGraphGraphPeer(LangGraphPeer):
 
 def build_react_graph(saver: Any, current_turn: Any) -> Any:
     """Compile agent ⇄ tools over `MessagesState` (+ the loop state) with `saver`."""
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.graph import MessagesState
 
     class ReactState(MessagesState):
         loop_state: dict[str, Any]
+
+    return compile_react_graph(ReactState, saver, current_turn)
+
+
+def delta_react_state() -> Any:
+    """The same state with `messages` on LangGraph 1.2's beta `DeltaChannel`.
+
+    Opting in is a state annotation: `Annotated[list, DeltaChannel(reducer)]`. The reducer is
+    LangGraph's batch messages reducer (`add_messages` takes one update, a DeltaChannel
+    reducer a batch of them). Built with the functional TypedDict syntax so the annotation
+    holds the channel object itself, not a string this module's globals cannot resolve.
+    """
+    from typing import Annotated, TypedDict
+
+    from langgraph.channels import DeltaChannel
+    from langgraph.graph.message import _messages_delta_reducer
+
+    reducer: Any = _messages_delta_reducer  # typed for lists, the channel asks for sequences
+    return TypedDict(  # type: ignore[operator]
+        "DeltaReactState",
+        {
+            "messages": Annotated[list, DeltaChannel(reducer)],
+            "loop_state": dict[str, Any],
+        },
+    )
+
+
+def compile_react_graph(schema: Any, saver: Any, current_turn: Any) -> Any:
+    """Compile agent ⇄ tools over `schema` (a `messages` list + the loop state) with `saver`."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.graph import END, START, StateGraph
 
     def model(state: Any) -> dict[str, Any]:
         turn: Turn = current_turn()
@@ -494,7 +524,7 @@ def build_react_graph(saver: Any, current_turn: Any) -> Any:
     def route(state: Any) -> str:
         return "tools" if state["messages"][-1].tool_calls else END
 
-    builder = StateGraph(ReactState)
+    builder = StateGraph(schema)
     builder.add_node("model", model)
     builder.add_node("tools", tools)
     builder.add_edge(START, "model")

@@ -380,3 +380,20 @@ def test_a_schema_3_database_takes_langgraph_threads(backend_name, database, pg_
             for s in store.list_sessions_page(turnstore.SessionPageRequest(limit=10)).sessions
         ]
         assert sorted(ids) == ["chat", "chat-fork", "langgraph/old", "rt"]
+
+
+def test_large_values_are_stored_compressed_and_come_back_exact(saver, database):
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    text = "the same sentence again; " * 400 + "\x00\u00e9\U0001f600"
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"doc": {"text": text, "blob": bytes(range(256)) * 8}}
+    checkpoint["channel_versions"] = {"doc": "1"}
+    stored = saver.put(config("z"), checkpoint, {}, {"doc": "1"})
+    ((value_type, size),) = database.query("SELECT value_type, length(value) FROM lg_blobs")
+    assert value_type.startswith("z:")
+    assert size < len(text) // 4
+    assert saver.get_tuple(stored).checkpoint["channel_values"]["doc"] == {
+        "text": text,
+        "blob": bytes(range(256)) * 8,
+    }

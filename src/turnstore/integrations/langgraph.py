@@ -22,7 +22,7 @@ ranges. One saver serves the sync and the async API over the same store.
 from __future__ import annotations
 
 import os
-import random
+import secrets
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -222,7 +222,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             if not row.session_id.startswith(PREFIX):
                 continue
             if filter:
-                metadata = self.serde.loads_typed((row.metadata_type, row.metadata))
+                metadata = self._loads(row.metadata_type, row.metadata)
                 if not all(metadata.get(key) == value for key, value in filter.items()):
                     continue
             matching.append(row)
@@ -408,8 +408,9 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         """The next version of a channel: its counter, then a random tiebreak, as text.
 
-        Two runs from one checkpoint give one channel different versions, so a version names
-        one value even when a thread branches.
+        Two runs from one checkpoint give one channel different versions (48 random bits),
+        so a version names one value even when a thread branches; the counter is padded so
+        that versions compare as LangGraph compares them, as strings.
         """
         if current is None:
             number = 0
@@ -417,4 +418,4 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             number = current
         else:
             number = int(str(current).split(".")[0])
-        return f"{number + 1:032}.{random.random():016}"
+        return f"{number + 1:010}.{secrets.token_hex(6)}"

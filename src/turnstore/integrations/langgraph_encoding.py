@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -47,6 +48,10 @@ KNOWN_CHANNELS = 1024
 KNOWN_VERSIONS = 4
 """Recent versions remembered per list channel (a run resumed from an older one finds it)."""
 _INLINE = (str, int, float, bool)
+COMPRESSED = "z:"
+"""Prefix of the type tag of a value stored zlib-compressed (the serializer's tag follows)."""
+COMPRESS_FROM = 256
+"""Serialised values of at least this many bytes are compressed when it pays."""
 
 
 def session_id(thread_id: object) -> str:
@@ -162,14 +167,25 @@ class CheckpointEncoding:
     # --- encoding ---------------------------------------------------------------------------
 
     def _typed(self, value: Any) -> Typed:
+        """A value serialised, and compressed when that saves a tenth or more of it."""
         value_type, data = self.serde.dumps_typed(value)
+        if len(data) >= COMPRESS_FROM:
+            packed = zlib.compress(data, 1)
+            if len(packed) * 10 <= len(data) * 9:
+                return Typed(COMPRESSED + value_type, packed)
         return Typed(value_type, data)
+
+    def _loads(self, value_type: str, data: bytes) -> Any:
+        """A stored value deserialised by the saver's serializer (and its allowlist)."""
+        if value_type.startswith(COMPRESSED):
+            value_type, data = value_type[len(COMPRESSED) :], zlib.decompress(data)
+        return self.serde.loads_typed((value_type, data))
 
     def _decode(self, value: ChannelValue) -> Any:
         if value.items is not None:
-            return [self.serde.loads_typed(item) for item in value.items]
+            return [self._loads(*item) for item in value.items]
         assert value.value is not None
-        return self.serde.loads_typed(value.value)
+        return self._loads(*value.value)
 
     def _list_write(
         self, target: Target, channel: str, version: str, value: list[Any], whole: bool
@@ -242,7 +258,7 @@ class CheckpointEncoding:
 
     def _tuple(self, thread_id: str, loaded: LoadedCheckpoint) -> CheckpointTuple:
         row = loaded.row
-        checkpoint: Checkpoint = self.serde.loads_typed((row.checkpoint_type, row.checkpoint))
+        checkpoint: Checkpoint = self._loads(row.checkpoint_type, row.checkpoint)
         values = dict(checkpoint.get("channel_values") or {})
         for value in loaded.values:
             decoded = self._decode(value)
@@ -258,13 +274,11 @@ class CheckpointEncoding:
         return CheckpointTuple(
             config=config_of(thread_id, row.checkpoint_ns, row.checkpoint_id),
             checkpoint=checkpoint,
-            metadata=self.serde.loads_typed((row.metadata_type, row.metadata)),
+            metadata=self._loads(row.metadata_type, row.metadata),
             parent_config=parent,
             pending_writes=[self._pending(write) for write in loaded.writes],
         )
 
     def _pending(self, write: WriteRow) -> tuple[str, str, Any]:
-        value = (
-            None if write.value is None else self.serde.loads_typed((write.value_type, write.value))
-        )
+        value = None if write.value is None else self._loads(write.value_type, write.value)
         return (write.task_id, write.channel, value)

@@ -189,7 +189,6 @@ MIGRATIONS: tuple[str, ...] = (
         delta_channels_json TEXT,
         PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id)
     );
-    CREATE INDEX lg_checkpoints_recent_idx ON lg_checkpoints(checkpoint_id);
     CREATE INDEX lg_checkpoints_run_idx ON lg_checkpoints(run_id) WHERE run_id IS NOT NULL;
     CREATE TABLE lg_blobs (
         session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,

@@ -171,6 +171,8 @@ MIGRATIONS: tuple[str, ...] = (
     # A channel value is a row of `lg_blobs` per version; a list value names a prefix of a
     # lineage of `lg_items` instead, so a version that appends to a list writes only the new
     # items. A lineage may start as a prefix of another (a branch from an older checkpoint).
+    # Checkpoints, versions and writes are rows of a few hundred bytes (values are compressed)
+    # keyed by text: WITHOUT ROWID keeps each in its key's b-tree instead of twice.
     """
     CREATE TABLE lg_checkpoints (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
@@ -185,8 +187,7 @@ MIGRATIONS: tuple[str, ...] = (
         versions_json TEXT NOT NULL,
         delta_channels_json TEXT,
         PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id)
-    );
-    CREATE INDEX lg_checkpoints_recent_idx ON lg_checkpoints(checkpoint_id);
+    ) WITHOUT ROWID;
     CREATE INDEX lg_checkpoints_run_idx ON lg_checkpoints(run_id) WHERE run_id IS NOT NULL;
     CREATE TABLE lg_blobs (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
@@ -199,7 +200,7 @@ MIGRATIONS: tuple[str, ...] = (
         length INTEGER CHECK (length IS NULL OR length >= 0),
         PRIMARY KEY (session_id, checkpoint_ns, channel, version),
         CHECK ((lineage IS NULL) = (length IS NULL))
-    );
+    ) WITHOUT ROWID;
     CREATE TABLE lg_lineages (
         session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
         lineage INTEGER NOT NULL,
@@ -227,7 +228,7 @@ MIGRATIONS: tuple[str, ...] = (
         value_type TEXT NOT NULL,
         value BLOB,
         PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx)
-    );
+    ) WITHOUT ROWID;
     """,
 )
 
