@@ -397,3 +397,26 @@ def test_large_values_are_stored_compressed_and_come_back_exact(saver, database)
         "text": text,
         "blob": bytes(range(256)) * 8,
     }
+
+
+# --- the benchmark ------------------------------------------------------------------------------
+
+
+def test_the_langgraph_benchmark_runs(tmp_path):
+    """`python -m bench.langgraph_saver --smoke` runs every saver it names, so it cannot rot."""
+    out = tmp_path / "langgraph.json"
+    root = Path(__file__).parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.langgraph_saver", "--smoke", "--json", str(out)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert set(doc["savers"]) >= {"memory", "sqlite", "sqlite-delta", "turnstore"}
+    for saver in doc["savers"].values():
+        for points in saver["modes"].values():
+            assert all(point["turns_per_s"] > 0 for point in points.values())
+    assert doc["targets"]
