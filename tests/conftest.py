@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shutil
 import sqlite3
@@ -26,6 +27,11 @@ POSTGRES_URL = os.environ.get(
     "TURNSTORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REQUIRE_POSTGRES = os.environ.get("TURNSTORE_REQUIRE_POSTGRES") == "1"
+# Its helpers import LangGraph at module level; every test in it is a `peers` test, which
+# `./dev test-peers` runs with LangGraph installed.
+collect_ignore = (
+    [] if importlib.util.find_spec("langgraph") else ["frameworks/test_langgraph_saver.py"]
+)
 
 
 @cache
