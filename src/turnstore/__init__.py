@@ -10,6 +10,7 @@ from turnstore import errors as errors
 from turnstore import events as events
 from turnstore import records as records
 from turnstore.attachments import FileAttachmentStore
+from turnstore.backends.urls import migrate
 from turnstore.errors import (
     ConfigError,
     ContextItemImmutable,
@@ -87,6 +88,7 @@ __all__ = [
     "TimestampedEvent",
     "TranscriptPageRequest",
     "TurnstoreError",
+    "migrate",
     "new_queued_message",
     "open",
     "open_blocking",

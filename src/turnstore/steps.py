@@ -40,11 +40,18 @@ class Write(Generic[T]):
 
 
 @dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """Run a blocking call on the engine itself (maintenance), off the event loop."""
+
+    work: Callable[[Engine], T]
+
+
+@dataclass(frozen=True, slots=True)
 class Origin:
     """Ask which engine runs the operation: a context the store holds is marked with it."""
 
 
-Step = Read[Any] | Write[Any] | Origin
+Step = Read[Any] | Write[Any] | Call[Any] | Origin
 """One engine call an operation asks its driver for."""
 Steps = Generator[Step, Any, T]
 """An operation: yields steps, receives their results, returns the public value."""
@@ -59,6 +66,12 @@ def read(work: Callable[[Tx], T]) -> Steps[T]:
 def write(work: Callable[[Tx], T]) -> Steps[T]:
     """A write step, typed: use as `value = yield from write(script)`."""
     value: T = yield Write(work)
+    return value
+
+
+def call(work: Callable[[Engine], T]) -> Steps[T]:
+    """An engine call step, typed: use as `value = yield from call(work)`."""
+    value: T = yield Call(work)
     return value
 
 
@@ -101,6 +114,8 @@ class BlockingDriver(_Driver):
                 try:
                     if isinstance(step, Read):
                         value = self.engine.read(step.work)
+                    elif isinstance(step, Call):
+                        value = step.work(self.engine)
                     elif isinstance(step, Origin):
                         value = self.engine
                     else:
@@ -138,6 +153,8 @@ class AsyncDriver(_Driver):
                 try:
                     if isinstance(step, Read):
                         value = await self._read(loop, step.work)
+                    elif isinstance(step, Call):
+                        value = await asyncio.to_thread(step.work, self.engine)
                     elif isinstance(step, Origin):
                         value = self.engine
                     else:

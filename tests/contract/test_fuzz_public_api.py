@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import io
 import math
 import tempfile
 import uuid
@@ -767,6 +768,18 @@ STATE_WRITES = Param(
 BOUNDARY = p(st.sampled_from(["turn", "steer"]))
 LEASE = p(st.integers(1, 3_600_000))
 
+EXPORTS = [
+    b"",
+    b"not json\n",
+    b'{"kind":"turnstore_export","format_version":1,"schema_version":4}\n'
+    b'{"kind":"end","tree_count":0,"row_count":0}\n',
+    b'{"kind":"turnstore_export","format_version":1,"schema_version":4}\n'
+    b'{"kind":"tree","root":"x","session_ids":["x"],"row_count":1,"digest":"0"}\n',
+]
+"""Import inputs: empty, not JSON, an empty export, one cut off after its tree line."""
+BACKUP_PATHS = st.builds(lambda: str(Path(tempfile.mkdtemp(prefix="fuzz-backup-")) / "copy.db"))
+"""A new backup file in a new folder (relative text would write into the working folder)."""
+
 CASE_LIST = [
     Case("runtime", (p(GOOD_IDS),)),
     Case("load", (p(GOOD_IDS),)),
@@ -830,6 +843,14 @@ CASE_LIST = [
     Case("canonical_uri_in_use", (p(GOOD_TEXT),), runtime=True),
     Case("save_session_meta", (metas,), runtime=True),
     Case("tombstone_nodes", (ID_COLLECTIONS,), runtime=True),
+    Case("tree", (p(GOOD_IDS),)),
+    # Long ago: a prune that deleted the seeded sessions would leave the other cases nothing.
+    Case("prune", (Param(st.integers(0, 10**9), choice(st.none(), FLOATS, TEXT, BAD_VALUES)),)),
+    Case("export_trees", (Param(st.builds(io.BytesIO)),)),
+    Case("import_trees", (Param(st.sampled_from(EXPORTS).map(io.BytesIO)),)),
+    Case("backup", (Param(BACKUP_PATHS, choice(st.none(), INTS, FLOATS, BAD_VALUES)),)),
+    # Without arguments there is one input to try.
+    *(Case(name, examples=1) for name in ("stats", "doctor", "collect_garbage", "vacuum_database")),
     *(
         Case(name, runtime=True, examples=FEW)
         for name in (

@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 from turnstore.backends.sql.engine import Engine
-from turnstore.errors import ConfigError
+from turnstore.backends.sql.versions import SCHEMA_STEPS
+from turnstore.errors import ConfigError, SchemaError
+from turnstore.records.upkeep import MigrationReport, MigrationStep
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _MISTYPED_URL = re.compile(
@@ -17,12 +19,17 @@ _MISTYPED_URL = re.compile(
 
 
 def open_engine(
-    url: str | os.PathLike[str], *, read_only: bool = False, create_dirs: bool = False
+    url: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    create_dirs: bool = False,
+    any_version: bool = False,
 ) -> Engine:
     """Open the engine a URL names; the PostgreSQL driver is imported only when named.
 
     A SQLite path starts with `~` for the home folder; its folder must exist unless
-    `create_dirs` (ignored on PostgreSQL) asks to create it.
+    `create_dirs` (ignored on PostgreSQL) asks to create it. `any_version` (read-only
+    only) opens a database at another schema version, for `migrate` to look at.
     """
     if isinstance(url, os.PathLike):
         url = os.fspath(url)
@@ -33,7 +40,7 @@ def open_engine(
         mistyped = _MISTYPED_URL.fullmatch(url)
         if mistyped:
             raise ConfigError(_mistyped(mistyped[1].lower(), mistyped[2].lstrip("/")))
-        return _sqlite(_local_path(url), read_only, create_dirs)
+        return _sqlite(_local_path(url), read_only, create_dirs, any_version)
     if scheme == "sqlite":
         # As SQLAlchemy: three slashes start a relative path, four an absolute one.
         if rest and not rest.startswith("/"):
@@ -49,9 +56,9 @@ def open_engine(
             )
         if not path or path == ":memory:":
             raise ConfigError("a sqlite URL needs a database file path (in-memory is unsupported)")
-        return _sqlite(_local_path(path), read_only, create_dirs)
+        return _sqlite(_local_path(path), read_only, create_dirs, any_version)
     if scheme in _POSTGRES_SCHEMES:
-        return _postgres(url, read_only)
+        return _postgres(url, read_only, any_version)
     raise ConfigError(f"unsupported store URL scheme {scheme!r}; expected sqlite or postgresql")
 
 
@@ -76,17 +83,39 @@ def _mistyped(scheme: str, rest: str) -> str:
     return f"a PostgreSQL URL starts with {scheme}://; did you mean {scheme}://{rest}?"
 
 
-def _sqlite(path: Path, read_only: bool, create_dirs: bool) -> Engine:
+def _sqlite(path: Path, read_only: bool, create_dirs: bool, any_version: bool) -> Engine:
     from turnstore.backends.sqlite.engine import SqliteEngine
 
-    return SqliteEngine(path, read_only=read_only, create_dirs=create_dirs)
+    return SqliteEngine(path, read_only=read_only, create_dirs=create_dirs, any_version=any_version)
 
 
-def _postgres(url: str, read_only: bool) -> Engine:
+def _postgres(url: str, read_only: bool, any_version: bool) -> Engine:
     try:
         from turnstore.backends.postgres.engine import PostgresEngine
     except ImportError:
         raise ConfigError(
             "PostgreSQL URLs need the driver: pip install 'turnstore[postgres]'"
         ) from None
-    return PostgresEngine(url, read_only=read_only)
+    return PostgresEngine(url, read_only=read_only, any_version=any_version)
+
+
+def migrate(url: str | os.PathLike[str], *, dry_run: bool = False) -> MigrationReport:
+    """Bring the database at `url` to this build's schema version, or list the steps."""
+    engine = open_engine(url, read_only=True, any_version=True)
+    try:
+        current = engine.upkeep().schema_version()
+        target = engine.upkeep().supported_version
+    finally:
+        engine.close()
+    if current > target:
+        raise SchemaError(
+            f"the database is at schema version {current}; this build supports {target} "
+            "(upgrade turnstore)"
+        )
+    steps = [
+        MigrationStep(version=number, summary=SCHEMA_STEPS[number - 1])
+        for number in range(current + 1, target + 1)
+    ]
+    if steps and not dry_run:
+        open_engine(url).close()
+    return MigrationReport(from_version=current, to_version=target, steps=steps, dry_run=dry_run)

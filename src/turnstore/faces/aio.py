@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import IO, Any, Self
 
 from turnstore.backends.sql.engine import Engine
+from turnstore.backends.sql.transfer import OnConflict
 from turnstore.backends.urls import open_engine
 from turnstore.ops import checkpoint as checkpoint_ops
 from turnstore.ops import runtime as runtime_ops
+from turnstore.ops import upkeep as upkeep_ops
+from turnstore.ops.upkeep import Progress
 from turnstore.records.base import WriterStats
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -51,6 +54,14 @@ from turnstore.records.runtime import (
     SessionPickerInfo,
     SessionReadScope,
     VacuumReport,
+)
+from turnstore.records.upkeep import (
+    BackupReport,
+    DoctorReport,
+    PruneReport,
+    StoreStats,
+    TransferReport,
+    VacuumDatabaseReport,
 )
 from turnstore.rules.runtime import DURABILITY_TIER
 from turnstore.rules.validation import validate_session_id
@@ -226,6 +237,80 @@ class Store:
         return await self._driver.run(
             checkpoint_ops.replace_context(session_id, sequence, start, items, drop_prefix)
         )
+
+    async def tree(self, session_id: str) -> list[str]:
+        """The session and every fork below it (what deleting it removes), sorted; [] if absent."""
+        return await self._driver.run(upkeep_ops.tree(session_id))
+
+    async def prune(
+        self,
+        updated_before: int,
+        *,
+        owner_id: str | None = None,
+        dry_run: bool = False,
+        batch_size: int = 100,
+    ) -> PruneReport:
+        """Delete every tree whose sessions were all last updated before a Unix time.
+
+        Trees go `batch_size` to a transaction, so writers wait at most one batch; with
+        `owner_id`, only trees whose root that owner holds; `dry_run` only reports.
+        """
+        return await self._driver.run(
+            upkeep_ops.prune(updated_before, owner_id, dry_run, batch_size)
+        )
+
+    async def stats(self) -> StoreStats:
+        """Counts of sessions, turns, events, tokens and blobs, and the database's size."""
+        return await self._driver.run(upkeep_ops.stats())
+
+    async def doctor(self) -> DoctorReport:
+        """Check the store's health: schema, integrity, WAL, orphans, blobs, indexes, bloat."""
+        return await self._driver.run(upkeep_ops.doctor())
+
+    async def collect_garbage(self) -> GcReport:
+        """Delete every blob that no session head reaches."""
+        return await self._driver.run(upkeep_ops.collect_garbage())
+
+    async def vacuum_database(self) -> VacuumDatabaseReport:
+        """Remove every session's tombstoned nodes, then VACUUM the database."""
+        return await self._driver.run(upkeep_ops.vacuum_database())
+
+    async def backup(self, destination: str | os.PathLike[str]) -> BackupReport:
+        """Copy a SQLite database, consistently while writers run, to a new `0600` file.
+
+        On PostgreSQL this raises `ConfigError`: back up the server with pg_dump.
+        """
+        return await self._driver.run(upkeep_ops.backup(destination))
+
+    async def export_trees(
+        self,
+        out: IO[bytes],
+        *,
+        session_ids: Sequence[str] | None = None,
+        owner_id: str | None = None,
+        progress: Progress | None = None,
+    ) -> TransferReport:
+        """Write session trees to `out` in the export format (JSON Lines), one tree at a time.
+
+        The trees of `session_ids` (a fork's whole tree, from its root), of an owner, or of
+        every session; each tree is read in one snapshot, so memory stays flat.
+        """
+        return await self._driver.run(upkeep_ops.export_trees(out, session_ids, owner_id, progress))
+
+    async def import_trees(
+        self,
+        source: IO[bytes],
+        *,
+        on_conflict: OnConflict = "fail",
+        progress: Progress | None = None,
+    ) -> TransferReport:
+        """Write the trees of an export, one transaction each; identical trees are skipped.
+
+        A tree whose sessions exist with other content raises `SessionExists` under
+        `fail` (trees before it stay imported), is kept under `skip`, and replaced under
+        `replace`. A damaged or cut-off file raises `InvalidInput` at the tree it damages.
+        """
+        return await self._driver.run(upkeep_ops.import_trees(source, on_conflict, progress))
 
     async def load_state(self, scope: str, key: str) -> Any:
         """Load one middleware state value, or None."""

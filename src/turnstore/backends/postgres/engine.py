@@ -18,6 +18,7 @@ from psycopg.pq import Conninfo
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.sql.engine import Dialect, Tx
 from turnstore.errors import (
     ConfigError,
@@ -47,6 +48,7 @@ POSTGRES = Dialect(
     # about to reference is never deleted between the commit's insert and its head update.
     blob_read_lock=f"SELECT pg_advisory_xact_lock_shared({_BLOB_LOCK_KEY})",
     blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
+    server_cursors=True,
 )
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -232,9 +234,10 @@ class PostgresEngine:
     can share one schema.
     """
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, any_version: bool = False) -> None:
         self.options = options = PostgresOptions.from_url(url)
         self._read_only = read_only
+        self._any_version = any_version and read_only
         self._pool = self._open_pool()
         self._transactions = 0
         self._counter = threading.Lock()
@@ -299,7 +302,7 @@ class PostgresEngine:
                     f"turnstore supports version {SCHEMA_VERSION} (upgrade turnstore)"
                 )
             if self._read_only:
-                if version != SCHEMA_VERSION:
+                if version != SCHEMA_VERSION and not self._any_version:
                     raise SchemaError(
                         f'PostgreSQL schema "{schema}" is at version {version}, not '
                         f"{SCHEMA_VERSION}; open it once for writing to migrate it"
@@ -325,6 +328,38 @@ class PostgresEngine:
             return 0
         row = connection.execute("SELECT max(version) FROM turnstore_schema").fetchone()
         return int(row[0] or 0) if row else 0
+
+    @property
+    def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        """The engine's connection pool (autocommit connections on the store's schema)."""
+        return self._pool
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only."""
+        return self._read_only
+
+    @property
+    def schema(self) -> str:
+        """The store's schema."""
+        return self.options.schema
+
+    def run_translated(self, call: Callable[[], T]) -> T:
+        """Run `call`, turning driver errors into turnstore errors without the password."""
+        return translated(self.options, call)
+
+    def schema_version(self) -> int:
+        """The schema version the store's schema is at."""
+
+        def run() -> int:
+            with self._pool.connection() as connection:
+                return self._version(connection)
+
+        return translated(self.options, run)
+
+    def upkeep(self) -> PostgresUpkeep:
+        """The maintenance calls of this schema."""
+        return PostgresUpkeep(self)
 
     def read(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in one repeatable-read, read-only transaction."""

@@ -8,8 +8,9 @@ parameter and dialect words in braces, and formatted once per dialect.
 
 from __future__ import annotations
 
+import itertools
 import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -53,6 +54,9 @@ def marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
+_CURSOR_NUMBERS = itertools.count()
+"""Names server-side cursors apart: a transaction may stream from two at once."""
+
 _WORDS = frozenset({"lock", "key_share", "now", "now_ms", "ids"})
 """The dialect words a statement template may name in braces."""
 
@@ -87,6 +91,8 @@ class Dialect:
     """Statement a commit runs so that garbage collection cannot delete blobs under it."""
     blob_write_lock: str
     """Statement garbage collection runs to exclude commits while it decides what to delete."""
+    server_cursors: bool = False
+    """Whether `Tx.stream` needs a named server-side cursor to keep rows off the client."""
     _tables: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     def format(self, template: str) -> str:
@@ -181,13 +187,63 @@ class Tx:
         """Run a statement that returns no rows."""
         self._connection.execute(sql, params)
 
+    def stream(self, sql: str, params: Sequence[Any] = (), size: int = 256) -> Iterator[Any]:
+        """Run a query and yield its rows as they arrive, holding about `size` at a time."""
+        if self.dialect.server_cursors:
+            cursor = self._connection.cursor(name=f"turnstore_stream_{next(_CURSOR_NUMBERS)}")
+            cursor.itersize = size
+        else:
+            cursor = self._connection.cursor()
+        try:
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(size):
+                yield from rows
+        finally:
+            cursor.close()
+
     def many(self, sql: str, params: Iterable[Sequence[Any]]) -> None:
         """Run a statement that returns no rows once per parameter tuple, in one call."""
         self._connection.cursor().executemany(sql, params)
 
 
+class EngineUpkeep(Protocol):
+    """What only a backend can do for an operator: sizes, checks, VACUUM and backups."""
+
+    backend: str
+    """`sqlite` or `postgres`."""
+    supported_version: int
+    """The schema version this build creates and reads."""
+
+    def schema_version(self) -> int:
+        """The schema version the database is at."""
+
+    def database_bytes(self) -> int:
+        """Bytes the database takes on disk."""
+
+    def wal_bytes(self) -> int | None:
+        """The write-ahead log's size where the store has one of its own (SQLite)."""
+
+    def integrity(self) -> list[str]:
+        """What the backend's integrity check found; empty when sound."""
+
+    def missing_indexes(self) -> list[str]:
+        """Indexes the schema defines that the database lacks."""
+
+    def bloated_tables(self) -> list[str]:
+        """Tables whose dead rows call for a VACUUM."""
+
+    def vacuum(self) -> None:
+        """Reclaim free space (SQLite VACUUM; PostgreSQL VACUUM ANALYZE of each table)."""
+
+    def backup(self, destination: str) -> int:
+        """Write a consistent copy of the database to a new file; its size in bytes."""
+
+
 class Engine(Protocol):
     """How a backend runs transactions: reads in the caller's thread, writes via futures."""
+
+    def upkeep(self) -> EngineUpkeep:
+        """The backend's own maintenance calls."""
 
     def read(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in a read-only transaction that sees one snapshot."""

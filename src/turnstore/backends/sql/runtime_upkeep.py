@@ -65,6 +65,24 @@ def gc_unreachable(tx: Tx) -> GcReport:
     sql = tx.sql(RuntimeSql)
     if tx.dialect.blob_write_lock:
         tx.value(tx.dialect.blob_write_lock)
+    roots, retained, doomed = _reach(tx)
+    if doomed:
+        tx.run(sql.delete_blobs, (tx.dialect.id_list(doomed),))
+    return GcReport(
+        root_count=len(roots),
+        retained_blob_count=retained,
+        deleted_blob_count=len(doomed),
+    )
+
+
+def unreachable_blobs(tx: Tx) -> list[str]:
+    """The blobs `gc_unreachable` would delete now."""
+    return _reach(tx)[2]
+
+
+def _reach(tx: Tx) -> tuple[list[str], int, list[str]]:
+    """The heads' roots, how many stored blobs they reach, and the stored blobs they do not."""
+    sql = tx.sql(RuntimeSql)
     # A head or manifest of another schema version may reach blobs this build cannot see:
     # collecting around it could delete them, so nothing is collected.
     other = tx.row(sql.other_version_head, (RUNTIME_RECORD_SCHEMA_VERSION,))
@@ -79,11 +97,4 @@ def gc_unreachable(tx: Tx) -> GcReport:
             ensure_supported_schema_version("session checkpoint", manifest.schema_version)
             retained.update(manifest.blob_refs())
     stored = set(tx.values(sql.all_blob_refs))
-    doomed = sorted(stored - retained)
-    if doomed:
-        tx.run(sql.delete_blobs, (tx.dialect.id_list(doomed),))
-    return GcReport(
-        root_count=len(roots),
-        retained_blob_count=len(stored & retained),
-        deleted_blob_count=len(doomed),
-    )
+    return roots, len(stored & retained), sorted(stored - retained)

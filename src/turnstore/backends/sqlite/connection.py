@@ -176,11 +176,11 @@ def open_database(
         connection.close()
 
 
-def check_database(path: Path, readers: ReaderPool) -> None:
+def check_database(path: Path, readers: ReaderPool, *, any_version: bool = False) -> None:
     """Check, without writing, that `path` is a database at this build's schema version."""
     check_readable(path)
     version = readers.read(_checked_version)
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION and not any_version:
         raise SchemaError(
             f"SQLite schema version {version} needs migrating to {SCHEMA_VERSION}; "
             "open the store once for writing to migrate it"

@@ -15,6 +15,7 @@ from turnstore.backends.sqlite.connection import (
     connect,
     open_database,
 )
+from turnstore.backends.sqlite.upkeep import SqliteUpkeep
 from turnstore.backends.sqlite.writer import GroupCommitWriter
 from turnstore.errors import ReadOnlyStore
 from turnstore.records.base import WriterStats, encode_json
@@ -49,19 +50,24 @@ class SqliteEngine:
         busy_timeout_s: float = BUSY_TIMEOUT_S,
         read_only: bool = False,
         create_dirs: bool = False,
+        any_version: bool = False,
     ) -> None:
         self.path = path
         self._readers = ReaderPool(path, busy_timeout_s, read_only=read_only)
         self._writer: GroupCommitWriter | None = None
         if read_only:
             try:
-                check_database(path, self._readers)
+                check_database(path, self._readers, any_version=any_version)
             except BaseException:
                 self._readers.close()
                 raise
         else:
             open_database(path, busy_timeout_s, create_dirs=create_dirs)
             self._writer = GroupCommitWriter(lambda: connect(path, busy_timeout_s))
+
+    def upkeep(self) -> SqliteUpkeep:
+        """The maintenance calls of this file."""
+        return SqliteUpkeep(self.path, self._readers, read_only=self._writer is None)
 
     def read(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in a read transaction on a pooled connection."""

@@ -1,0 +1,11 @@
+"""What each schema version adds, the same on every backend (a test holds them to it)."""
+
+from __future__ import annotations
+
+SCHEMA_STEPS: tuple[str, ...] = (
+    "the checkpoint store: sessions, context chunks, transcript, execution and event journals",
+    "the runtime face: heads, graph nodes, turn commits, queued work, attachments, blobs",
+    "attachment entries looked up by payload URI",
+    "LangGraph checkpoints, channel values, list lineages and pending writes",
+)
+"""One line per migration: `SCHEMA_STEPS[n - 1]` describes what version `n` adds."""

@@ -1,0 +1,225 @@
+"""The operators' operations: retention, trees, counts, health, VACUUM, backups, transfers."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import IO
+
+from turnstore.backends.sql import runtime_upkeep, transfer, upkeep
+from turnstore.backends.sql.engine import Engine, Statements, Tx
+from turnstore.backends.sql.transfer import LineSource, OnConflict
+from turnstore.backends.sql.transfer_rows import (
+    ENCODER,
+    FORMAT_VERSION,
+    ExportEnd,
+    ExportHeader,
+    TreeHeader,
+)
+from turnstore.errors import InvalidInput
+from turnstore.records.runtime import GcReport
+from turnstore.records.upkeep import (
+    BackupReport,
+    DoctorReport,
+    PruneReport,
+    StoreStats,
+    TransferReport,
+    VacuumDatabaseReport,
+)
+from turnstore.rules.validation import validate_session_id, validate_session_ids
+from turnstore.rules.values import text
+from turnstore.steps import Steps, call, read, write
+
+Progress = Callable[[int, int], None]
+"""Called with (trees done, trees in all; 0 when not known) as a transfer goes."""
+
+_CONFLICTS = ("fail", "skip", "replace")
+
+
+def require(condition: bool, message: str) -> None:
+    """Refuse a call's input with `InvalidInput` unless `condition` holds."""
+    if not condition:
+        raise InvalidInput(message)
+
+
+class UpkeepReads(Statements):
+    """Counts the health check reads."""
+
+    uncommitted_attachments = (
+        "SELECT count(*) FROM attachment_manifest WHERE committed_at_ms IS NULL"
+    )
+    tombstoned_sessions = (
+        "SELECT DISTINCT session_id FROM graph_nodes WHERE tombstoned ORDER BY session_id"
+    )
+
+
+def _binary(stream: object, method: str) -> bool:
+    """Whether `stream` has `method` and is not a text stream (which takes no bytes)."""
+    return callable(getattr(stream, method, None)) and not isinstance(stream, io.TextIOBase)
+
+
+def prune(
+    updated_before: int, owner_id: str | None, dry_run: bool, batch_size: int
+) -> Steps[PruneReport]:
+    """Delete whole trees last updated before a time, a small transaction per batch."""
+    require(
+        isinstance(updated_before, int)
+        and not isinstance(updated_before, bool)
+        and -(2**63) <= updated_before < 2**63,
+        "updated_before must be a 64-bit int (Unix seconds)",
+    )
+    if owner_id is not None:
+        owner_id = text(owner_id, "owner_id")
+    require(
+        isinstance(batch_size, int) and 1 <= batch_size <= 10_000, "batch_size must be 1..10000"
+    )
+    removed: list[str] = []
+    trees = 0
+    cursor: upkeep.PruneCursor | None = upkeep.START
+    while cursor is not None:
+
+        def batch(
+            tx: Tx, at: upkeep.PruneCursor = cursor
+        ) -> tuple[list[str], int, upkeep.PruneCursor | None]:
+            return upkeep.prune_batch(tx, updated_before, owner_id, at, batch_size, not dry_run)
+
+        found, count, cursor = yield from (read(batch) if dry_run else write(batch))
+        removed.extend(found)
+        trees += count
+    return PruneReport(session_ids=sorted(removed), tree_count=trees, dry_run=dry_run)
+
+
+def tree(session_id: str) -> Steps[list[str]]:
+    """The sessions `delete_sessions([session_id])` would remove, sorted."""
+    session_id = validate_session_id(session_id)
+    return sorted((yield from read(lambda tx: transfer.tree(tx, session_id))))
+
+
+def stats() -> Steps[StoreStats]:
+    """Counts of what the store holds, and its size on disk."""
+    found = yield from read(upkeep.stats)
+    size = yield from call(lambda engine: engine.upkeep().database_bytes())
+    found.database_bytes = size
+    return found
+
+
+def doctor() -> Steps[DoctorReport]:
+    """The store's health: schema, integrity, WAL, orphans, unreachable blobs, indexes, bloat."""
+
+    def examine(engine: Engine) -> DoctorReport:
+        checks = engine.upkeep()
+        return DoctorReport(
+            backend=checks.backend,
+            schema_version=checks.schema_version(),
+            supported_schema_version=checks.supported_version,
+            integrity=checks.integrity(),
+            wal_bytes=checks.wal_bytes(),
+            missing_indexes=checks.missing_indexes(),
+            bloated_tables=checks.bloated_tables(),
+        )
+
+    report = yield from call(examine)
+
+    def count(tx: Tx) -> tuple[int, int]:
+        orphans = tx.value(tx.sql(UpkeepReads).uncommitted_attachments)
+        return int(orphans), len(runtime_upkeep.unreachable_blobs(tx))
+
+    report.orphan_attachment_count, report.unreachable_blob_count = yield from read(count)
+    return report
+
+
+def collect_garbage() -> Steps[GcReport]:
+    """Delete every blob no session head reaches."""
+    return (yield from write(runtime_upkeep.gc_unreachable))
+
+
+def vacuum_database() -> Steps[VacuumDatabaseReport]:
+    """Remove every session's tombstoned nodes, then VACUUM the database."""
+    before = yield from call(lambda engine: engine.upkeep().database_bytes())
+    sessions = yield from read(lambda tx: tx.values(tx.sql(UpkeepReads).tombstoned_sessions))
+    removed = 0
+    for session_id in sessions:
+        report = yield from write(partial(runtime_upkeep.vacuum, session_id=session_id))
+        removed += report.removed_node_count
+    yield from call(lambda engine: engine.upkeep().vacuum())
+    after = yield from call(lambda engine: engine.upkeep().database_bytes())
+    return VacuumDatabaseReport(removed_node_count=removed, bytes_before=before, bytes_after=after)
+
+
+def backup(destination: str | os.PathLike[str]) -> Steps[BackupReport]:
+    """Write a consistent copy of a SQLite database to a new file."""
+    require(isinstance(destination, str | os.PathLike), "destination must be a path")
+    target = os.fspath(destination)
+    require(bool(target), "destination must be a non-empty path")
+    size = yield from call(lambda engine: engine.upkeep().backup(target))
+    return BackupReport(path=os.path.abspath(os.path.expanduser(target)), bytes=size)
+
+
+def export_trees(
+    out: IO[bytes],
+    session_ids: Sequence[str] | None,
+    owner_id: str | None,
+    progress: Progress | None,
+) -> Steps[TransferReport]:
+    """Write the trees of the named sessions (an owner's, or all) as an export file."""
+    require(_binary(out, "write"), "out must be a binary stream (a file opened 'wb', BytesIO)")
+    ids = None if session_ids is None else validate_session_ids(session_ids)
+    if owner_id is not None:
+        owner_id = text(owner_id, "owner_id")
+    require(ids is None or owner_id is None, "name sessions or an owner, not both")
+    roots = yield from read(lambda tx: transfer.roots(tx, ids, owner_id))
+    version = yield from call(lambda engine: engine.upkeep().schema_version())
+    out.write(ENCODER.encode(ExportHeader(format_version=FORMAT_VERSION, schema_version=version)))
+    out.write(b"\n")
+    report = TransferReport()
+    for done, root in enumerate(roots, start=1):
+        written, rows = yield from read(partial(transfer.export_tree, root=root, out=out))
+        report.session_ids.extend(written)
+        report.tree_count += 1
+        report.row_count += rows
+        if progress is not None:
+            progress(done, len(roots))
+    out.write(ENCODER.encode(ExportEnd(tree_count=report.tree_count, row_count=report.row_count)))
+    out.write(b"\n")
+    return report
+
+
+def import_trees(
+    source: IO[bytes], on_conflict: OnConflict, progress: Progress | None
+) -> Steps[TransferReport]:
+    """Write the trees of an export file, one transaction per tree."""
+    require(_binary(source, "readline"), "source must be a binary stream (opened 'rb', BytesIO)")
+    require(
+        isinstance(on_conflict, str) and on_conflict in _CONFLICTS,
+        f"on_conflict must be one of {', '.join(_CONFLICTS)}",
+    )
+    lines = LineSource(source)
+    first = lines.next()
+    if first is None or not isinstance(first[0], ExportHeader):
+        raise InvalidInput("not a turnstore export: the first line is no turnstore_export header")
+    if first[0].format_version != FORMAT_VERSION:
+        raise InvalidInput(
+            f"export format version {first[0].format_version}; this build reads {FORMAT_VERSION}"
+        )
+    report = TransferReport()
+    while (read_line := lines.next()) is not None:
+        line, _ = read_line
+        if isinstance(line, ExportEnd):
+            if (line.tree_count, line.row_count) != (report.tree_count, report.row_count):
+                raise InvalidInput("export end line does not match the trees and rows before it")
+            return report
+        if not isinstance(line, TreeHeader):
+            raise InvalidInput(f"export line {lines.number}: expected a tree line")
+        outcome = yield from write(
+            partial(transfer.import_tree, header=line, source=lines, on_conflict=on_conflict)
+        )
+        target = report.session_ids if outcome.written else report.skipped_session_ids
+        target.extend(line.session_ids)
+        report.replaced_session_ids.extend(outcome.replaced)
+        report.tree_count += 1
+        report.row_count += outcome.row_count
+        if progress is not None:
+            progress(report.tree_count, 0)
+    raise InvalidInput("export file is cut off: it has no end line")

@@ -1,0 +1,125 @@
+"""Moving session trees between stores: export files (JSON Lines), imports, copies.
+
+The format is documented in the docs' reference ("Export format"). `export_jsonl` and
+`import_jsonl` are the stores' `export_trees` and `import_trees`; `copy_store` runs one into
+the other, through a temporary file, so it works between any two backends in constant
+memory, and, because an import skips trees already present, resumes where it was cut off.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from typing import IO
+
+from turnstore.backends.sql.transfer import OnConflict
+from turnstore.faces.aio import Store
+from turnstore.faces.blocking import BlockingStore
+from turnstore.ops.upkeep import Progress
+from turnstore.records.upkeep import TransferReport
+
+SPOOL_BYTES = 64 << 20
+"""A copy holds up to this much of the export in memory, the rest in a temporary file."""
+
+__all__ = [
+    "OnConflict",
+    "Progress",
+    "copy_store",
+    "copy_store_async",
+    "export_jsonl",
+    "export_jsonl_async",
+    "import_jsonl",
+    "import_jsonl_async",
+]
+
+
+def export_jsonl(
+    store: BlockingStore,
+    out: IO[bytes],
+    *,
+    session_ids: Sequence[str] | None = None,
+    owner_id: str | None = None,
+    progress: Progress | None = None,
+) -> TransferReport:
+    """Write session trees to a binary stream as an export (all of them unless narrowed)."""
+    return store.export_trees(out, session_ids=session_ids, owner_id=owner_id, progress=progress)
+
+
+def import_jsonl(
+    store: BlockingStore,
+    source: IO[bytes],
+    *,
+    on_conflict: OnConflict = "fail",
+    progress: Progress | None = None,
+) -> TransferReport:
+    """Write the trees of an export read from a binary stream into a store."""
+    return store.import_trees(source, on_conflict=on_conflict, progress=progress)
+
+
+def copy_store(
+    source: BlockingStore,
+    target: BlockingStore,
+    *,
+    session_ids: Sequence[str] | None = None,
+    owner_id: str | None = None,
+    on_conflict: OnConflict = "fail",
+    progress: Progress | None = None,
+) -> TransferReport:
+    """Copy session trees from one store into another; run again to resume after a failure."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        exported = source.export_trees(spool, session_ids=session_ids, owner_id=owner_id)
+        spool.seek(0)
+        return target.import_trees(
+            spool, on_conflict=on_conflict, progress=_out_of(exported.tree_count, progress)
+        )
+
+
+async def export_jsonl_async(
+    store: Store,
+    out: IO[bytes],
+    *,
+    session_ids: Sequence[str] | None = None,
+    owner_id: str | None = None,
+    progress: Progress | None = None,
+) -> TransferReport:
+    """`export_jsonl` on the async store."""
+    return await store.export_trees(
+        out, session_ids=session_ids, owner_id=owner_id, progress=progress
+    )
+
+
+async def import_jsonl_async(
+    store: Store,
+    source: IO[bytes],
+    *,
+    on_conflict: OnConflict = "fail",
+    progress: Progress | None = None,
+) -> TransferReport:
+    """`import_jsonl` on the async store."""
+    return await store.import_trees(source, on_conflict=on_conflict, progress=progress)
+
+
+async def copy_store_async(
+    source: Store,
+    target: Store,
+    *,
+    session_ids: Sequence[str] | None = None,
+    owner_id: str | None = None,
+    on_conflict: OnConflict = "fail",
+    progress: Progress | None = None,
+) -> TransferReport:
+    """`copy_store` between async stores."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        exported = await source.export_trees(spool, session_ids=session_ids, owner_id=owner_id)
+        spool.seek(0)
+        return await target.import_trees(
+            spool, on_conflict=on_conflict, progress=_out_of(exported.tree_count, progress)
+        )
+
+
+def _out_of(total: int, progress: Progress | None) -> Progress | None:
+    """`progress` told the total number of trees, which an import alone does not know."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda done, _: report(done, total)
