@@ -1,47 +1,42 @@
-"""The `turnstore` command: a thin click layer over the public blocking API."""
+"""The `turnstore` command: a thin click layer over the public blocking API.
+
+Exit codes: 0 success, 1 an error reported on one `Error:` line, 2 a usage error (see
+`turnstore.cli.common`).
+"""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 import turnstore
-from turnstore import (
-    BlockingStore,
-    TurnstoreError,
+from turnstore import BlockingStore
+from turnstore.cli import operate, output, paging, views
+from turnstore.cli.common import (
+    DRY_RUN_OPTION,
+    JSON_OPTION,
+    URL_ARGUMENT,
+    YES_OPTION,
+    StoreCommand,
+    again,
+    confirm,
+    display_url,
+    echo_json,
+    echo_ndjson,
+    open_store,
 )
-from turnstore.cli import output, views
-from turnstore.cli.demo import FORK_ID, SESSION_ID, run_demo
+from turnstore.cli.crash import crash_and_reload
+from turnstore.cli.demo import CRASH_ID, FORK_ID, SESSION_ID, run_demo
+from turnstore.records import SessionCursor, SessionPage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
-"""A database file that must already exist: inspection never creates one."""
-
-
-@contextmanager
-def open_store(
-    path: Path, *, read_only: bool = False, create_dirs: bool = False
-) -> Iterator[BlockingStore]:
-    """Open the store at `path`, turning any library error into one clean CLI line."""
-    try:
-        store = turnstore.open_blocking(path, read_only=read_only, create_dirs=create_dirs)
-    except TurnstoreError as error:
-        raise click.ClickException(f"{path}: {error}") from None
-    try:
-        with store:
-            yield store
-    except TurnstoreError as error:
-        raise click.ClickException(f"{path}: {error}") from None
-
-
-JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-"""The shared `--json` flag of the inspection commands."""
+DEFAULT_LIMIT = 20
+"""Sessions on one `sessions list` page unless `--limit` says otherwise."""
 
 
 def count_option(flag: str, help: str) -> Callable[[F], F]:
@@ -51,18 +46,14 @@ def count_option(flag: str, help: str) -> Callable[[F], F]:
     )
 
 
-def echo_json(value: Any) -> None:
-    """Print `value` as indented JSON."""
-    click.echo(output.json_text(value))
-
-
 @click.group("turnstore", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(turnstore.__version__, "--version", "-V", prog_name="turnstore")
 def main() -> None:
     """turnstore: durable, transactional storage for AI-agent sessions.
 
-    Run `turnstore demo` to watch a scripted agent session being stored, then inspect any
-    turnstore SQLite file with the `sessions` commands.
+    Run `turnstore demo` to watch a scripted agent session being stored, then inspect and
+    operate any store (a SQLite path or a postgresql:// URL, or TURNSTORE_URL) with the
+    other commands. Exit codes: 0 ok, 1 error, 2 usage error.
     """
 
 
@@ -84,79 +75,176 @@ def demo(path: Path | None) -> None:
     No network and no model are involved. The script stores a user message, a turn whose
     model step streams reasoning and text, a tool call that waits for approval, input queued
     while the turn runs and delivered as a second turn, and a fork of the session at the end
-    of the first turn.
+    of the first turn. Then a worker process is killed with SIGKILL in the middle of a turn,
+    and its session is reloaded exactly at its last commit.
     """
     target = path or default_demo_path()
     # The demo writes a new database by design; a folder it names is made for it.
-    with open_store(target, create_dirs=True) as store:
-        taken = [i for i in (SESSION_ID, FORK_ID) if store.session_summary(i) is not None]
+    with open_store(str(target), create_dirs=True) as store:
+        ours = (SESSION_ID, FORK_ID, CRASH_ID)
+        taken = [i for i in ours if store.session_summary(i) is not None]
         if taken:
             raise click.ClickException(
                 f"{target} already holds {', '.join(taken)}; pass a new --path"
             )
         result = run_demo(store)
+    crash = crash_and_reload(target)
+    with open_store(str(target), read_only=True) as store:
         view = views.store_view(store, result.session_id)
-    output.render_demo(output.make_console(), view, target)
+    output.render_demo(output.make_console(), view, target, crash)
 
 
 @main.group()
 def sessions() -> None:
-    """List, show and delete the sessions in a turnstore SQLite file."""
+    """List, show and delete the sessions of a store."""
 
 
-@sessions.command("list")
-@click.argument("path", type=EXISTING_FILE)
+@sessions.command("list", cls=StoreCommand)
+@URL_ARGUMENT
 @click.option("--owner", metavar="ID", help="Only list sessions owned by this owner id.")
-@count_option("--limit", "Most sessions to list, most recently updated first.")
+@click.option(
+    "--limit",
+    metavar="N",
+    type=click.IntRange(min=1),
+    help=f"Sessions per page [default: {DEFAULT_LIMIT}; {paging.ALL_PAGE_SIZE} with --all].",
+)
+@click.option(
+    "--after",
+    metavar="CURSOR",
+    type=paging.CURSOR,
+    help="Start after the page that printed this cursor (its next-page command has it).",
+)
+@click.option("--all", "every", is_flag=True, help="List every session, a page at a time.")
 @JSON_OPTION
-def list_sessions(path: Path, owner: str | None, limit: int, as_json: bool) -> None:
-    """List sessions, most recently updated first.
+def list_sessions(
+    url: str,
+    owner: str | None,
+    limit: int | None,
+    after: SessionCursor | None,
+    every: bool,
+    as_json: bool,
+) -> None:
+    """List sessions, most recently updated first, a page at a time.
 
-    PATH is an existing turnstore SQLite file.
+    URL is the store: a SQLite path, sqlite:///path or postgresql://... (or TURNSTORE_URL).
+    When more sessions exist, the table ends with the command printing the next page, and
+    --json (one session per line) with a last line {"next": CURSOR}.
     """
-    with open_store(path, read_only=True) as store:
-        found = views.catalog(store, owner, limit)
+    size = limit or (paging.ALL_PAGE_SIZE if every else DEFAULT_LIMIT)
+    with open_store(url, read_only=True) as store:
+        pages = paging.session_pages(store, owner, size, after)
+        if every:
+            _show_every_page(pages, as_json)
+        else:
+            _show_one_page(next(pages), as_json, url, owner, size)
+
+
+def _show_every_page(pages: Any, as_json: bool) -> None:
+    """Print each page as it arrives: only one page is ever held."""
+    console = output.make_console()
+    for number, page in enumerate(pages):
+        if as_json:
+            echo_ndjson(paging.page_lines(page, last=False))
+        elif page.sessions or number == 0:
+            output.render_catalog(console, page.sessions)
+
+
+def _show_one_page(
+    page: SessionPage, as_json: bool, url: str, owner: str | None, size: int
+) -> None:
+    """Print one page and, when more follow, how to get them."""
     if as_json:
-        echo_json(found)
-    else:
-        output.render_catalog(output.make_console(), found)
+        echo_ndjson(paging.page_lines(page, last=True))
+        return
+    console = output.make_console()
+    output.render_catalog(console, page.sessions)
+    if page.next_cursor is None:
+        return
+    owned = () if owner is None else ("--owner", owner)
+    token = paging.encode_cursor(page.next_cursor)
+    output.render_more(
+        console,
+        "More sessions exist. Next page:",
+        again("sessions list", url, *owned, "--limit", size, "--after", token),
+    )
 
 
-@sessions.command("show")
-@click.argument("path", type=EXISTING_FILE)
+@sessions.command("show", cls=StoreCommand)
+@URL_ARGUMENT
 @click.argument("session_id")
-@count_option("--events", "How many of the newest journal events to show.")
+@count_option("--events", "How many journal events to show: the newest, or those before --before.")
+@click.option(
+    "--before",
+    metavar="SEQ",
+    type=click.IntRange(min=1),
+    help="Show the events with a sequence below SEQ: the next older page.",
+)
 @count_option(
     "--batches", "How many of the newest transcript batches (one per checkpoint) to show."
 )
 @JSON_OPTION
-def show_session(path: Path, session_id: str, events: int, batches: int, as_json: bool) -> None:
-    """Show a session: summary, transcript and recent events.
+def show_session(
+    url: str, session_id: str, events: int, before: int | None, batches: int, as_json: bool
+) -> None:
+    """Show a session: summary, transcript and a page of its events.
 
-    PATH is an existing turnstore SQLite file and SESSION_ID a session in it.
+    URL is the store and SESSION_ID a session in it. When older events exist, the output
+    ends with the command showing the next older page (--json: next_before_sequence).
     """
-    with open_store(path, read_only=True) as store:
-        view = views.session_view(store, session_id, batches, events)
+    with open_store(url, read_only=True) as store:
+        view = views.session_view(store, session_id, batches, events, before)
     if view is None:
-        raise click.ClickException(f"{path}: no session {session_id!r}")
+        raise click.ClickException(f"{display_url(url)}: no session {session_id!r}")
     if as_json:
         echo_json(view.to_builtins())
-    else:
-        output.render_session(output.make_console(), view)
+        return
+    older = view.next_before_sequence
+    older_command = None
+    if older is not None:
+        older_command = again(
+            "sessions show", url, session_id, "--events", events, "--before", older
+        )
+    output.render_session(output.make_console(), view, older_command)
 
 
-@sessions.command("delete")
-@click.argument("path", type=EXISTING_FILE)
+def doomed_sessions(store: BlockingStore, url: str, session_ids: tuple[str, ...]) -> list[str]:
+    """Every session deleting `session_ids` removes; fails, deleting nothing, if one is absent."""
+    trees = {session_id: store.tree(session_id) for session_id in session_ids}
+    missing = [session_id for session_id, tree in trees.items() if not tree]
+    if missing:
+        names = ", ".join(repr(session_id) for session_id in missing)
+        raise click.ClickException(f"{display_url(url)}: nothing deleted; no session {names}")
+    return sorted({member for tree in trees.values() for member in tree})
+
+
+@sessions.command("delete", cls=StoreCommand)
+@URL_ARGUMENT
 @click.argument("session_ids", metavar="SESSION_ID...", nargs=-1, required=True)
-def delete_sessions(path: Path, session_ids: tuple[str, ...]) -> None:
-    """Delete sessions, with their forks and session-scoped state.
+@YES_OPTION
+@DRY_RUN_OPTION
+@JSON_OPTION
+def delete_sessions(
+    url: str, session_ids: tuple[str, ...], yes: bool, dry_run: bool, as_json: bool
+) -> None:
+    """Delete sessions with every fork below them and their session-scoped state.
 
-    Deletes each SESSION_ID from PATH, an existing turnstore SQLite file. All or nothing:
-    if any SESSION_ID is absent, nothing is deleted and the command fails.
+    Deletes each SESSION_ID from the store at URL. It lists every session that goes, asks
+    on a terminal (--yes off one) and reports them all. All or nothing: if any SESSION_ID
+    is absent, nothing is deleted and the command fails.
     """
-    with open_store(path) as store:
-        if not store.delete_sessions(list(session_ids)):
-            missing = [i for i in session_ids if store.session_summary(i) is None]
-            names = ", ".join(repr(i) for i in missing) or "a session (deleted meanwhile)"
-            raise click.ClickException(f"{path}: nothing deleted; no session {names}")
-    click.echo(f"Deleted {len(set(session_ids))} session(s) and their forks from {path}")
+    with open_store(url, read_only=dry_run) as store:
+        doomed = paging.summaries(store, doomed_sessions(store, url, session_ids))
+        if not dry_run and not yes:
+            output.render_removed(output.make_console(stderr=True), "Will delete", doomed)
+            confirm(f"Delete these {len(doomed)} session(s)", yes=yes)
+        if not dry_run and not store.delete_sessions(list(session_ids)):
+            raise click.ClickException(f"{display_url(url)}: nothing deleted; deleted meanwhile")
+    if as_json:
+        echo_json({"session_ids": [s.session_id for s in doomed], "dry_run": dry_run})
+        return
+    verb = "Would delete (dry run, nothing deleted)" if dry_run else "Deleted"
+    output.render_removed(output.make_console(), verb, doomed)
+
+
+for command in operate.COMMANDS:
+    main.add_command(command)

@@ -50,6 +50,8 @@ SESSION_ID = "demo-session"
 """The session the demo writes."""
 FORK_ID = "demo-fork"
 """The child session the demo forks from `SESSION_ID`."""
+CRASH_ID = "demo-crash"
+"""The session a worker process writes until it is killed mid-turn."""
 OWNER_ID = "demo-user"
 """The owner both demo sessions are catalogued under."""
 
@@ -158,11 +160,12 @@ def _checked_add(total: TokenUsage, usage: TokenUsage) -> None:
 class ScriptedSession:
     """Drives one session through the store the way an agent runtime would, step by step."""
 
-    def __init__(self, store: BlockingStore, clock: Clock) -> None:
+    def __init__(self, store: BlockingStore, clock: Clock, session_id: str = SESSION_ID) -> None:
         self.store = store
         self.clock = clock
+        self.session_id = session_id
         self.checkpoint = Checkpoint(
-            session_id=SESSION_ID,
+            session_id=session_id,
             session_context=demo_context(),
             model_route="scripted/no-model",
         )
@@ -231,7 +234,7 @@ class ScriptedSession:
         active.next_model_step += 1
         self.checkpoint.active_model_step = step
         started = ModelStepStartedEvent(
-            session_id=SESSION_ID,
+            session_id=self.session_id,
             turn_id=active.turn_id,
             model_step_id=step.model_step_id,
             step_index=index,
@@ -244,22 +247,22 @@ class ScriptedSession:
         turn_id, step_id = self.active.turn_id, self.step.model_step_id
         for after_ms, text in chunks:
             delta = AgentReasoningContentDeltaEvent(
-                session_id=SESSION_ID, turn_id=turn_id, model_step_id=step_id, delta=text
+                session_id=self.session_id, turn_id=turn_id, model_step_id=step_id, delta=text
             )
-            self.store.append_event(SESSION_ID, self.clock.tick(after_ms), self._event(delta))
+            self.store.append_event(self.session_id, self.clock.tick(after_ms), self._event(delta))
 
     def stream_message(self, phase: AgentMessagePhase, chunks: Chunks) -> None:
         """Journal agent message deltas one by one, as a live frontend would receive them."""
         turn_id, step_id = self.active.turn_id, self.step.model_step_id
         for after_ms, text in chunks:
             delta = AgentMessageContentDeltaEvent(
-                session_id=SESSION_ID,
+                session_id=self.session_id,
                 turn_id=turn_id,
                 model_step_id=step_id,
                 delta=text,
                 phase=phase,
             )
-            self.store.append_event(SESSION_ID, self.clock.tick(after_ms), self._event(delta))
+            self.store.append_event(self.session_id, self.clock.tick(after_ms), self._event(delta))
 
     def model_step(self, reply: ModelReply) -> None:
         """Run one model step: start it durably, stream its output, then complete it."""
@@ -280,7 +283,7 @@ class ScriptedSession:
             content=[reasoning, message],
         )
         completed = ModelStepCompletedEvent(
-            session_id=SESSION_ID,
+            session_id=self.session_id,
             turn_id=active.turn_id,
             model_step_id=step.model_step_id,
             step_index=step.step_index,

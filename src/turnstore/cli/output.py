@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +16,9 @@ from rich.text import Text
 from turnstore import (
     ExecutionRecord,
 )
+from turnstore.cli import common
+from turnstore.cli.common import cut, escape_text
+from turnstore.cli.crash import CrashResult
 from turnstore.cli.describe import event_detail, event_kind, item_label, item_text
 from turnstore.cli.views import PositionedItem, SessionView, StoreView
 from turnstore.events import (
@@ -32,10 +33,25 @@ from turnstore.records import (
 )
 
 
-def make_console() -> Console:
+def make_console(*, stderr: bool = False) -> Console:
     """A console for command output; off a terminal, rich drops colour and uses 80 columns."""
     # Stored text may contain `[tags]` or `:names:`; cells are Text, and emoji stay literal.
-    return Console(highlight=False, emoji=False)
+    return Console(highlight=False, emoji=False, stderr=stderr)
+
+
+def render_more(console: Console, what: str, command: str) -> None:
+    """Print that more rows exist, and the exact command that shows them."""
+    console.print(what)
+    console.print(Text(f"  {escape_text(command)}"), soft_wrap=True)
+
+
+def render_removed(console: Console, verb: str, removed: Sequence[SessionSummary]) -> None:
+    """Print every session a destructive command removed (or would), forks marked."""
+    console.print(f"{verb} {len(removed)} session(s):")
+    for summary in removed:
+        parent = _parent(summary)
+        suffix = f"  (fork of {parent})" if parent else ""
+        console.print(Text(f"  {cut(summary.session_id, 120)}{suffix}"), soft_wrap=True)
 
 
 def json_text(value: Any) -> str:
@@ -60,14 +76,16 @@ def _key_values(rows: Sequence[tuple[str, str]]) -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     for key, value in rows:
-        grid.add_row(key, Text(value))
+        grid.add_row(key, Text(cut(value)))
     return grid
 
 
-def heading(console: Console, title: str) -> None:
+def heading(console: Console, title: str | Text) -> None:
     """Print a section heading."""
     console.print()
-    console.rule(Text(title, style="bold"), align="left")
+    text = Text(title) if isinstance(title, str) else title
+    text.stylize("bold")
+    console.rule(text, align="left")
 
 
 def utc_seconds(seconds: int) -> str:
@@ -83,7 +101,7 @@ def utc_clock(milliseconds: int) -> str:
 def _parent(summary: SessionSummary) -> str:
     if summary.parent_session_id is None:
         return ""
-    return f"{summary.parent_session_id}@{summary.parent_sequence}"
+    return f"{cut(summary.parent_session_id, 60)}@{summary.parent_sequence}"
 
 
 def render_catalog(console: Console, sessions: Sequence[SessionSummary]) -> None:
@@ -101,13 +119,13 @@ def render_catalog(console: Console, sessions: Sequence[SessionSummary]) -> None
     )
     for summary in sessions:
         table.add_row(
-            Text(summary.session_id),
+            Text(cut(summary.session_id, 60)),
             Text(_parent(summary)),
             str(summary.sequence),
             str(summary.execution_stats.run_count),
-            Text(summary.session_context.owner_id or ""),
+            Text(cut(summary.session_context.owner_id or "", 40)),
             # One line per session: the message is cut, never wrapped.
-            Text(summary.first_user_message or "", no_wrap=True, overflow="ellipsis"),
+            Text(cut(summary.first_user_message or ""), no_wrap=True, overflow="ellipsis"),
         )
     console.print(table)
 
@@ -168,8 +186,8 @@ def render_events(console: Console, events: Sequence[JournalEvent]) -> None:
         table.add_row(
             str(event.sequence),
             str(event.recorded_at_ms - first),
-            event_kind(msg),
-            Text(event_detail(msg)),
+            Text(cut(event_kind(msg), 40)),
+            Text(cut(event_detail(msg))),
         )
     console.print(table)
     if events[-1].sequence - events[0].sequence + 1 > len(events):
@@ -186,8 +204,8 @@ def _metrics_row(event: JournalEvent, metrics: StreamMetrics) -> tuple[str, ...]
     step = msg.model_step_id if isinstance(msg, ModelStepCompletedEvent) else str(event.sequence)
     origin = metrics.first_delta_at_ms if started is None else started
     return (
-        step,
-        metrics.phase,
+        cut(step, 60),
+        cut(metrics.phase, 40),
         str(metrics.chunk_count),
         str(metrics.utf8_bytes),
         f"+{metrics.first_delta_at_ms - origin}ms",
@@ -219,8 +237,8 @@ def render_transcript(console: Console, items: Sequence[PositionedItem]) -> None
     for position, item in items:
         table.add_row(
             f"{position.checkpoint_sequence}.{position.batch_item_count}",
-            Text(item_label(item)),
-            Text(item_text(item)),
+            Text(cut(item_label(item), 40)),
+            Text(cut(item_text(item))),
         )
     console.print(table)
 
@@ -242,8 +260,8 @@ def render_executions(console: Console, records: Sequence[ExecutionRecord]) -> N
     )
     for record in records:
         table.add_row(
-            Text(record.turn_id),
-            record.outcome,
+            Text(cut(record.turn_id, 60)),
+            cut(record.outcome, 40),
             utc_clock(record.started_at_ms),
             f"{record.elapsed_ms} ms",
             str(record.model_calls),
@@ -253,31 +271,32 @@ def render_executions(console: Console, records: Sequence[ExecutionRecord]) -> N
     console.print(table)
 
 
-def render_session(console: Console, view: SessionView) -> None:
-    """Print `sessions show`: summary, transcript and recent events."""
-    heading(console, f"Session {view.summary.session_id}")
+def render_session(console: Console, view: SessionView, older: str | None = None) -> None:
+    """Print `sessions show`: summary, transcript and events, then how to page older ones."""
+    heading(console, Text(f"Session {cut(view.summary.session_id, 60)}"))
     render_summary(console, view.summary)
     heading(console, "Transcript (newest batches, oldest first)")
     render_transcript(console, view.transcript)
-    heading(console, "Recent events")
+    title = "Recent events" if view.before is None else f"Events before seq {view.before}"
+    heading(console, title)
     render_events(console, view.events)
+    if older is not None:
+        render_more(console, "Older events:", older)
 
 
 def _turn_title(events: Sequence[JournalEvent]) -> str:
     started = events[0].event.msg
-    return started.turn_id if isinstance(started, TurnStartedEvent) else "a turn"
+    return cut(started.turn_id, 60) if isinstance(started, TurnStartedEvent) else "a turn"
 
 
 def command_name() -> str:
     """How to call this command again: `turnstore` when that is on PATH, else its full path."""
-    running = Path(sys.argv[0]).resolve()
-    found = shutil.which("turnstore")
-    if running.name == "turnstore" and (found is None or Path(found).resolve() != running):
-        return str(running)
-    return "turnstore"
+    return common.command_name()
 
 
-def render_demo(console: Console, view: StoreView, path: Path) -> None:
+def render_demo(
+    console: Console, view: StoreView, path: Path, crash: CrashResult | None = None
+) -> None:
     """Print what the demo left in the store, section by section."""
     session_id = view.summary.session_id
     heading(console, "Session catalog (newest first)")
@@ -292,7 +311,57 @@ def render_demo(console: Console, view: StoreView, path: Path) -> None:
     render_stats(console, view.summary.execution_stats)
     heading(console, f"Execution journal of {session_id} (oldest first)")
     render_executions(console, view.executions)
+    if crash is not None:
+        render_crash(console, crash)
     heading(console, "Database")
-    console.print(Text(str(path)), soft_wrap=True)
+    console.print(Text(escape_text(str(path))), soft_wrap=True)
     console.print("Inspect it with:")
-    console.print(Text(f"  {command_name()} sessions show {path} {session_id}"), soft_wrap=True)
+    shown = [("sessions list",), ("sessions show", session_id)]
+    if crash is not None:
+        shown.append(("sessions show", crash.checkpoint.session_id))
+    for command, *args in shown:
+        line = common.again(command, str(path), *args)
+        console.print(Text(f"  {escape_text(line)}"), soft_wrap=True)
+
+
+def render_crash(console: Console, crash: CrashResult) -> None:
+    """Print the crash section: what the killed worker did, and what reloading found."""
+    checkpoint = crash.checkpoint
+    heading(console, f"A worker killed mid-turn: {checkpoint.session_id}")
+    console.print(
+        f"A worker process (pid {crash.pid}) finished turn-1 at sequence"
+        f" {crash.finished_sequence}, started turn-2 at sequence {crash.last_sequence},"
+        f" streamed {crash.streamed} deltas of its answer and was killed with SIGKILL."
+    )
+    verdict = "exactly its last commit" if crash.exact else "NOT its last commit"
+    console.print(f"Reloaded: sequence {checkpoint.sequence}, {verdict}.")
+    active, step = checkpoint.active_execution, checkpoint.active_model_step
+    rows = [
+        ("turn in flight", f"{active.turn_id} (to resume or abort)" if active else "none"),
+        ("model step", f"{step.model_step_id}, interrupted" if step else "none"),
+        ("transcript", f"{crash.transcript_items} items: turn-1's, none of the lost answer"),
+        ("journal", f"{crash.journal_deltas} streamed deltas, kept as they were appended"),
+    ]
+    console.print(_key_values(rows))
+
+
+def render_key_values(console: Console, rows: Sequence[tuple[str, str]]) -> None:
+    """Print a report as aligned name/value rows, values escaped and cut."""
+    console.print(_key_values(rows))
+
+
+def render_ids(console: Console, title: str, ids: Sequence[str]) -> None:
+    """Print a title then every id on its own line, escaped: what a command removed."""
+    console.print(title)
+    for found in ids:
+        console.print(Text(f"  {cut(found, 120)}"), soft_wrap=True)
+
+
+def size(count: int) -> str:
+    """A byte count for people: `1.5 MiB (1572864 bytes)`."""
+    value, unit = float(count), "bytes"
+    for larger in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, larger
+    return f"{count} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({count} bytes)"

@@ -28,11 +28,17 @@ PositionedItem = tuple[MessageTarget, Any]
 
 @dataclass(frozen=True)
 class SessionView:
-    """One session as `sessions show` presents it: catalog entry, transcript, recent events."""
+    """One session as `sessions show` presents it: catalog entry, transcript, a page of events.
+
+    `before` is the sequence the event page ends below (None: the newest events), and
+    `next_before_sequence` where the next older page ends (None: no older events).
+    """
 
     summary: SessionSummary
     transcript: list[PositionedItem]
     events: list[JournalEvent]
+    before: int | None = None
+    next_before_sequence: int | None = None
 
     def to_builtins(self) -> dict[str, Any]:
         """This view as plain JSON-ready values."""
@@ -43,6 +49,7 @@ class SessionView:
                 for position, item in self.transcript
             ],
             "events": [event.to_builtins() for event in self.events],
+            "next_before_sequence": self.next_before_sequence,
         }
 
 
@@ -70,17 +77,22 @@ def transcript(store: BlockingStore, session_id: str, batches: int) -> list[Posi
 
 
 def session_view(
-    store: BlockingStore, session_id: str, batches: int, events: int
+    store: BlockingStore, session_id: str, batches: int, events: int, before: int | None = None
 ) -> SessionView | None:
-    """A session's summary, newest transcript batches and newest events; None if absent."""
+    """A session's summary, newest transcript batches and a page of events; None if absent.
+
+    The events are the newest `events` of those below sequence `before` (all, when None).
+    """
     summary = store.session_summary(session_id)
     if summary is None:
         return None
-    page = store.event_page(session_id, EventPageRequest(limit=events))
+    page = store.event_page(session_id, EventPageRequest(limit=events, before_sequence=before))
     return SessionView(
         summary=summary,
         transcript=transcript(store, session_id, batches),
         events=page.into_chronological(),
+        before=before,
+        next_before_sequence=page.next_before_sequence if page.events else None,
     )
 
 

@@ -1,0 +1,5 @@
+"""`python -m turnstore`: the `turnstore` command."""
+
+from turnstore.cli import main
+
+main(prog_name="turnstore")

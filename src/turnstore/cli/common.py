@@ -1,0 +1,263 @@
+"""What every command shares: the store URL, opening a store, output modes, confirmation.
+
+Exit codes: 0 success, 1 an error the command reports on one `Error:` line (a missing
+session, a refused import, a database failure) and `doctor` finding problems, 2 a usage
+error (click's: a bad option or a missing argument, and a destructive command run off a
+terminal without `--yes`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import msgspec
+
+import turnstore
+from turnstore import BlockingStore, TurnstoreError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+URL_ENV = "TURNSTORE_URL"
+"""The environment variable naming the store when a command's URL argument is left out."""
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0D: "\\r",
+}
+_CONTROL.update({code: f"\\u{code:04x}" for code in range(0x80, 0xA0)})
+_CONTROL.update({code: f"\\u{code:04x}" for code in (0x2028, 0x2029, 0x202E, 0x2066, 0x2069)})
+"""Characters a terminal would act on or that reorder a line, as visible escapes."""
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first bytes of every SQLite database file."""
+
+
+def names_store(token: str) -> bool:
+    """Whether a command-line token names a store: a URL with a scheme or a SQLite file.
+
+    An existing file counts when it is empty or starts with the SQLite header, so that
+    `turnstore import dump.jsonl` with `TURNSTORE_URL` set takes the dump as the file.
+    """
+    if "://" in token:
+        return True
+    path = Path(os.path.expanduser(token))
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except OSError:
+        return False
+    return head in (b"", SQLITE_HEADER)
+
+
+def _first_positional(command: click.Command, args: list[str]) -> int | None:
+    """The index of the first positional argument, skipping options and their values."""
+    valued = {
+        name
+        for param in command.params
+        if isinstance(param, click.Option) and not param.is_flag and not param.count
+        for name in param.opts
+    }
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            return index + 1 if index + 1 < len(args) else None
+        if arg == "-" or not arg.startswith("-"):
+            return index
+        # `--owner X` spends the next token; `--owner=X` and `-oFILE` do not.
+        index += 2 if arg in valued else 1
+    return None
+
+
+class StoreCommand(click.Command):
+    """A command whose first argument is the store URL, which `TURNSTORE_URL` may supply.
+
+    With `TURNSTORE_URL` set, a first positional argument that is neither a URL with a
+    scheme nor an existing SQLite (or empty) file is taken as the command's own: the URL
+    comes from the environment instead. Option values (`--owner X`) are not positional.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Insert the URL from the environment where the command line leaves it out."""
+        from_env = os.environ.get(URL_ENV)
+        if from_env and not any(arg in ctx.help_option_names for arg in args):
+            first = _first_positional(self, args)
+            if first is None:
+                args = [from_env, *args]
+            elif not names_store(args[first]):
+                args = [*args[:first], from_env, *args[first:]]
+        return super().parse_args(ctx, args)
+
+
+URL_ARGUMENT = click.argument("url", metavar="URL")
+"""The store URL: a SQLite path, `sqlite:///path` or `postgresql://…` (or `TURNSTORE_URL`)."""
+
+
+@contextmanager
+def open_store(
+    url: str, *, read_only: bool = False, create_dirs: bool = False
+) -> Iterator[BlockingStore]:
+    """Open the store at `url`, turning any library error into one clean `Error:` line."""
+    try:
+        store = turnstore.open_blocking(url, read_only=read_only, create_dirs=create_dirs)
+    except TurnstoreError as error:
+        raise click.ClickException(f"{display_url(url)}: {error}") from None
+    try:
+        with store:
+            yield store
+    except TurnstoreError as error:
+        raise click.ClickException(f"{display_url(url)}: {error}") from None
+
+
+def display_url(url: str) -> str:
+    """`url` with any password replaced by `***`, fit for messages."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"
+
+
+JSON_OPTION = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON (lists: one object per line) instead of a table.",
+)
+"""The shared `--json` flag."""
+
+YES_OPTION = click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+"""The shared `--yes` flag of destructive commands."""
+
+DRY_RUN_OPTION = click.option(
+    "--dry-run", is_flag=True, help="Report what would be done and change nothing."
+)
+"""The shared `--dry-run` flag of destructive commands."""
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact JSON of records and plain values, with their stored field names."""
+    return msgspec.json.encode(value)
+
+
+def echo_json(value: Any, *, err: bool = False) -> None:
+    """Print `value` as indented JSON (on standard error with `err`)."""
+    click.echo(msgspec.json.format(json_bytes(value), indent=2).decode(), err=err)
+
+
+def echo_ndjson(values: Iterable[Any]) -> None:
+    """Print each value as one line of compact JSON."""
+    for value in values:
+        click.echo(json_bytes(value).decode())
+
+
+def escape_text(text: str) -> str:
+    """`text` with control and bidirectional characters shown as escapes, safe on a terminal."""
+    return text.translate(_CONTROL)
+
+
+def cut(text: str, most: int = 200) -> str:
+    """`text` escaped and cut to `most` characters with an ellipsis; full values are in --json."""
+    # Cut before escaping too: escaping a 50 MB value only to drop all but a line is slow.
+    head = text[: most + 1]
+    shown = escape_text(head)
+    if len(text) > most or len(shown) > most:
+        return shown[: most - 1] + "…"
+    return shown
+
+
+def confirm(action: str, *, yes: bool) -> None:
+    """Ask before a destructive action on a terminal; off one, refuse unless `--yes`."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.UsageError(f"{action}: pass --yes to confirm (no terminal to ask on)")
+    click.confirm(f"{action}?", abort=True, err=True)
+
+
+def on_terminal() -> bool:
+    """Whether standard error is a terminal, where progress bars are drawn."""
+    return sys.stderr.isatty()
+
+
+_DURATION = re.compile(r"(\d+)([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+class Duration(click.ParamType[int]):
+    """A length of time such as `30d`, `12h`, `90m`, `45s`, `2w` or `1d12h`, in seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        """Parse `value` into a positive number of seconds."""
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        parts = _DURATION.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            self.fail(f"{value!r} is not a duration like 30d, 12h, 90m, 45s or 2w", param, ctx)
+        seconds = sum(int(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+        if seconds <= 0:
+            self.fail(f"{value!r} must be longer than nothing", param, ctx)
+        return seconds
+
+
+DURATION = Duration()
+"""The `--older-than` type: a duration in seconds."""
+
+
+def seconds_ago(seconds: int) -> int:
+    """The Unix time `seconds` before now."""
+    return int(time.time()) - seconds
+
+
+def command_name() -> str:
+    """How to call this command again: `turnstore` when that is on PATH, else its full path."""
+    running = Path(sys.argv[0]).resolve()
+    if running == Path(__file__).resolve().with_name("__main__.py"):
+        return f"{shlex.quote(sys.executable)} -m turnstore.cli"
+    found = shutil.which("turnstore")
+    if running.name == "turnstore" and (found is None or Path(found).resolve() != running):
+        return shlex.quote(str(running))
+    return "turnstore"
+
+
+def again(command: str, url: str, *args: object) -> str:
+    """The exact shell command running `command` (`sessions list`) on `url` with `args`.
+
+    The URL is left out when it came from `TURNSTORE_URL`; a password in it is shown as
+    `***`, so such a command needs the password put back (or `TURNSTORE_URL` set).
+    """
+    where = [] if url == os.environ.get(URL_ENV) else [display_url(url)]
+    words = [shlex.quote(str(arg)) for arg in (*where, *args)]
+    return " ".join([command_name(), command, *words])
+
+
+@contextmanager
+def reported(url: str) -> Iterator[None]:
+    """Turn a library error raised outside `open_store` into one clean `Error:` line."""
+    try:
+        yield
+    except TurnstoreError as error:
+        raise click.ClickException(f"{display_url(url)}: {error}") from None
+
+
+def now_ms() -> int:
+    """The Unix time now, in milliseconds."""
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,236 @@
+"""Moving sessions in and out: export, import, copy between stores, and backup."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+
+from turnstore import transfer
+from turnstore.cli import output
+from turnstore.cli.common import (
+    JSON_OPTION,
+    URL_ARGUMENT,
+    YES_OPTION,
+    StoreCommand,
+    confirm,
+    display_url,
+    echo_json,
+    open_store,
+)
+from turnstore.cli.progress import progress_bar
+from turnstore.errors import SessionExists
+from turnstore.records import TransferReport
+from turnstore.transfer import OnConflict
+
+ON_CONFLICT_OPTION = click.option(
+    "--on-conflict",
+    type=click.Choice(["fail", "skip", "replace"]),
+    default="fail",
+    show_default=True,
+    help="A tree that differs from an existing session: fail, skip it (keep the existing),"
+    " or replace the existing one (asks first).",
+)
+"""How import and copy treat a conflicting existing session."""
+
+
+def selection(
+    session_ids: tuple[str, ...], every: bool, owner: str | None
+) -> tuple[list[str] | None, str | None]:
+    """The (session_ids, owner_id) to move: exactly one of ids, --owner or --all."""
+    chosen = sum((bool(session_ids), every, owner is not None))
+    if chosen != 1:
+        raise click.UsageError("name the sessions: SESSION_ID arguments, --owner ID or --all")
+    return (list(session_ids) if session_ids else None), owner
+
+
+def transfer_rows(report: TransferReport) -> list[tuple[str, str]]:
+    """A transfer report as name/value rows."""
+    return [
+        ("trees", str(report.tree_count)),
+        ("sessions", str(len(report.session_ids))),
+        ("skipped sessions", str(len(report.skipped_session_ids))),
+        ("replaced sessions", str(len(report.replaced_session_ids))),
+        ("rows", str(report.row_count)),
+    ]
+
+
+def show_transfer(report: TransferReport, as_json: bool, *, stderr: bool = False) -> None:
+    """Print what a transfer moved: JSON, or its counts then every session id."""
+    if as_json:
+        echo_json(report.to_builtins(), err=stderr)
+        return
+    console = output.make_console(stderr=stderr)
+    output.render_key_values(console, transfer_rows(report))
+    if report.session_ids:
+        output.render_ids(console, "Sessions:", report.session_ids)
+    if report.skipped_session_ids:
+        output.render_ids(console, "Skipped (already there):", report.skipped_session_ids)
+    if report.replaced_session_ids:
+        output.render_ids(console, "Replaced (deleted first):", report.replaced_session_ids)
+
+
+@contextmanager
+def conflicts(url: str) -> Iterator[None]:
+    """Say how to get past a conflicting session in the command line's words."""
+    try:
+        yield
+    except SessionExists as error:
+        session = "a session" if error.session_id is None else repr(error.session_id)
+        raise click.ClickException(
+            f"{display_url(url)}: {session} exists with other content."
+            " Pass --on-conflict skip to keep it or --on-conflict replace to overwrite it"
+        ) from None
+
+
+@contextmanager
+def export_target(target: Path | None) -> Iterator[BinaryIO]:
+    """Where the export goes: a new file, or standard output when that is not a terminal."""
+    if target is None:
+        if sys.stdout.isatty():
+            raise click.UsageError("export writes JSON Lines: redirect it or pass -o FILE")
+        yield sys.stdout.buffer
+        return
+    try:
+        # Sessions are private: an export of them is too, like the database (mode 0600).
+        file = os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+    except FileExistsError:
+        raise click.ClickException(f"{target} exists; pass another -o FILE") from None
+    except OSError as error:
+        raise click.ClickException(f"{target}: {error.strerror}") from None
+    try:
+        with file:
+            yield file
+    except BaseException:
+        # A partial export is not an export; leave nothing a later import could trust.
+        target.unlink(missing_ok=True)
+        raise
+
+
+@click.command(cls=StoreCommand)
+@URL_ARGUMENT
+@click.argument("session_ids", metavar="[SESSION_ID]...", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Export every session tree.")
+@click.option("--owner", metavar="ID", help="Export the trees whose root has this owner.")
+@click.option(
+    "-o",
+    "--output",
+    "target",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE (a new file) instead of standard output.",
+)
+@JSON_OPTION
+def export(
+    url: str,
+    session_ids: tuple[str, ...],
+    every: bool,
+    owner: str | None,
+    target: Path | None,
+    as_json: bool,
+) -> None:
+    """Export session trees as versioned JSON Lines, streaming in constant memory.
+
+    URL is the store; choose the trees with [SESSION_ID]... (each with its forks), --owner
+    or --all. Writes to standard output, refused on a terminal, or to -o FILE. The report
+    goes to standard error when the export goes to standard output.
+    """
+    ids, owner_id = selection(session_ids, every, owner)
+    with (
+        open_store(url, read_only=True) as store,
+        export_target(target) as out,
+        progress_bar("Exporting") as advance,
+    ):
+        report = transfer.export_jsonl(
+            store, out, session_ids=ids, owner_id=owner_id, progress=advance
+        )
+    show_transfer(report, as_json, stderr=target is None)
+
+
+@click.command("import", cls=StoreCommand)
+@URL_ARGUMENT
+@click.argument("source", metavar="FILE", type=click.File("rb"))
+@ON_CONFLICT_OPTION
+@YES_OPTION
+@JSON_OPTION
+def import_(url: str, source: BinaryIO, on_conflict: OnConflict, yes: bool, as_json: bool) -> None:
+    """Import session trees from a JSON Lines export, streaming in constant memory.
+
+    URL is the store (a SQLite file is created if missing) and FILE an export, - for
+    standard input. Importing the same file twice changes nothing; a tree that differs
+    from an existing session fails the import unless --on-conflict says otherwise.
+    """
+    if on_conflict == "replace":
+        confirm("Replace every existing session tree the import conflicts with", yes=yes)
+    with open_store(url) as store, progress_bar("Importing") as advance, conflicts(url):
+        report = transfer.import_jsonl(store, source, on_conflict=on_conflict, progress=advance)
+    show_transfer(report, as_json)
+
+
+@click.command(cls=StoreCommand)
+@click.argument("source_url", metavar="SRC_URL")
+@click.argument("target_url", metavar="DST_URL")
+@click.argument("session_ids", metavar="[SESSION_ID]...", nargs=-1)
+@click.option("--owner", metavar="ID", help="Copy only the trees whose root has this owner.")
+@ON_CONFLICT_OPTION
+@YES_OPTION
+@JSON_OPTION
+def copy(
+    source_url: str,
+    target_url: str,
+    session_ids: tuple[str, ...],
+    owner: str | None,
+    on_conflict: OnConflict,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Copy session trees from one store to another, e.g. SQLite to PostgreSQL.
+
+    SRC_URL is read, DST_URL written (a SQLite file is created if missing); [SESSION_ID]...
+    or --owner choose the trees, all of them by default. Resumable: run it again after an
+    interruption and it skips the trees already copied.
+    """
+    if on_conflict == "replace":
+        confirm(f"Replace conflicting sessions in {display_url(target_url)}", yes=yes)
+    ids = list(session_ids) if session_ids else None
+    with (
+        open_store(source_url, read_only=True) as source,
+        open_store(target_url) as target,
+        progress_bar("Copying") as advance,
+        conflicts(target_url),
+    ):
+        report = transfer.copy_store(
+            source,
+            target,
+            session_ids=ids,
+            owner_id=owner,
+            on_conflict=on_conflict,
+            progress=advance,
+        )
+    show_transfer(report, as_json)
+
+
+@click.command(cls=StoreCommand)
+@URL_ARGUMENT
+@click.argument("destination", metavar="DEST", type=click.Path(dir_okay=False, path_type=Path))
+@JSON_OPTION
+def backup(url: str, destination: Path, as_json: bool) -> None:
+    """Back up a SQLite store to a new file, consistent while writers run.
+
+    URL is the store and DEST the new file (refused if it exists). PostgreSQL stores are
+    backed up with pg_dump instead.
+    """
+    with open_store(url, read_only=True) as store:
+        report = store.backup(destination)
+    if as_json:
+        echo_json(report.to_builtins())
+        return
+    console = output.make_console()
+    output.render_key_values(
+        console, [("backup", report.path), ("size", output.size(report.bytes))]
+    )
