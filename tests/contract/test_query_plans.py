@@ -533,6 +533,25 @@ PLAN_CASES = [
         "sessions_owner_recent_idx",
         (("owner_id", "="), (CATALOG_ORDER, "<")),
     ),
+    # retention: each prune batch continues down the catalog's index from the last one
+    _case(
+        "prune-batch",
+        "A prune batch is a sessions_recent_idx range below the last batch's root.",
+        "upkeep.old_roots",
+        lambda plans: (2**40, *plans.catalog_cursor, PAGE),
+        "sessions",
+        "sessions_recent_idx",
+        (("updated_at", "<"),),
+    ),
+    _case(
+        "owner-prune-batch",
+        "An owner's prune batch is a sessions_owner_recent_idx range of that owner.",
+        "upkeep.old_owner_roots",
+        lambda plans: (SMALL_OWNER, 2**40, *plans.owner_cursor, PAGE),
+        "sessions",
+        "sessions_owner_recent_idx",
+        (("owner_id", "="),),
+    ),
     # loading and saving
     _case(
         "load-checkpoint-row",

@@ -77,7 +77,7 @@ def prune(
     )
     removed: list[str] = []
     trees = 0
-    cursor: upkeep.PruneCursor | None = upkeep.START
+    cursor: upkeep.PruneCursor | None = upkeep.start(updated_before)
     while cursor is not None:
 
         def batch(

@@ -13,10 +13,11 @@ from turnstore.records.upkeep import StoreStats
 
 
 class RootRow(NamedTuple):
-    """A tree's root, as prune pages through them: oldest last update first."""
+    """A tree's root, as prune pages through them: newest old update first, in index order."""
 
     session_id: str
     updated_at: int
+    latest_sequence: int
 
 
 class SessionCounts(NamedTuple):
@@ -37,18 +38,21 @@ class BlobCounts(NamedTuple):
 class UpkeepSql(Statements):
     """The statements of prune and stats."""
 
+    # The catalog's index order (sessions_recent_idx, sessions_owner_recent_idx): each batch
+    # reads its rows from where the last one stopped instead of sorting every old session.
     old_roots = select(
         RootRow,
-        "FROM sessions WHERE parent_session_id IS NULL AND updated_at < ?"
-        " AND (updated_at > ? OR (updated_at = ? AND session_id > ?))"
-        " ORDER BY updated_at, session_id LIMIT ?",
+        "FROM sessions WHERE updated_at < ? AND parent_session_id IS NULL"
+        " AND (updated_at, latest_sequence, session_id) < (?, ?, ?)"
+        " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?",
     )
     old_owner_roots = select(
         RootRow,
-        "FROM sessions WHERE parent_session_id IS NULL AND updated_at < ? AND owner_id = ?"
-        " AND (updated_at > ? OR (updated_at = ? AND session_id > ?))"
-        " ORDER BY updated_at, session_id LIMIT ?",
+        "FROM sessions WHERE owner_id = ? AND updated_at < ? AND parent_session_id IS NULL"
+        " AND (updated_at, latest_sequence, session_id) < (?, ?, ?)"
+        " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?",
     )
+    parents = "SELECT DISTINCT parent_session_id FROM sessions WHERE {ids:parent_session_id}"
     newest_update = "SELECT max(updated_at) FROM sessions WHERE {ids:session_id}"
     session_counts = select(
         SessionCounts,
@@ -72,14 +76,16 @@ class UpkeepSql(Statements):
 
 
 class PruneCursor(NamedTuple):
-    """Where the next prune batch starts: after this root in (last update, id) order."""
+    """Where the next prune batch starts: below this root in the catalog's order."""
 
     updated_at: int
+    latest_sequence: int
     session_id: str
 
 
-START = PruneCursor(-1, "")
-"""The cursor of the first batch."""
+def start(updated_before: int) -> PruneCursor:
+    """The cursor of the first batch: every root last updated before `updated_before`."""
+    return PruneCursor(updated_before, -1, "")
 
 
 def prune_batch(
@@ -97,27 +103,30 @@ def prune_batch(
     trees, and the next cursor (None when no old root is left).
     """
     sql = tx.sql(UpkeepSql)
-    page = (cursor.updated_at, cursor.updated_at, cursor.session_id, limit)
+    page = (*cursor, limit)
     if owner_id is None:
         found = tx.rows(sql.old_roots, (updated_before, *page))
     else:
-        found = tx.rows(sql.old_owner_roots, (updated_before, owner_id, *page))
+        found = tx.rows(sql.old_owner_roots, (owner_id, updated_before, *page))
+    ids = [root.session_id for root in found]
+    # Most roots have no forks: only those with children need their tree read.
+    parents = set(tx.values(sql.parents, (tx.dialect.id_list(ids),))) if ids else set()
     removed: list[str] = []
-    trees = 0
     roots: list[str] = []
-    for root in found:
-        ids = tree(tx, root.session_id)
-        newest = tx.value(sql.newest_update, (tx.dialect.id_list(ids),))
-        if newest is not None and newest < updated_before:
-            roots.append(root.session_id)
-            removed.extend(ids)
-            trees += 1
+    for root in ids:
+        tree_ids = tree(tx, root) if root in parents else [root]
+        if root in parents:
+            newest = tx.value(sql.newest_update, (tx.dialect.id_list(tree_ids),))
+            if newest is None or newest >= updated_before:
+                continue
+        roots.append(root)
+        removed.extend(tree_ids)
     if delete and roots:
         checkpoints.delete(tx, roots)
-    following = (
-        None if len(found) < limit else PruneCursor(found[-1].updated_at, found[-1].session_id)
-    )
-    return removed, trees, following
+    if len(found) < limit:
+        return removed, len(roots), None
+    last = found[-1]
+    return removed, len(roots), PruneCursor(last.updated_at, last.latest_sequence, last.session_id)
 
 
 def stats(tx: Tx) -> StoreStats:
