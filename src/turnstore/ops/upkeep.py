@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import IO
@@ -36,6 +37,9 @@ Progress = Callable[[int, int], None]
 """Called with (trees done, trees in all; 0 when not known) as a transfer goes."""
 
 _CONFLICTS = ("fail", "skip", "replace")
+
+SQLITE_REST_S = 0.05
+"""The least a SQLite prune rests between batches: longer than SQLite's busy-retry steps."""
 
 
 def require(condition: bool, message: str) -> None:
@@ -77,6 +81,7 @@ def prune(
     )
     removed: list[str] = []
     trees = 0
+    backend = yield from call(lambda engine: engine.upkeep().backend)
     cursor: upkeep.PruneCursor | None = upkeep.start(updated_before)
     while cursor is not None:
 
@@ -85,10 +90,22 @@ def prune(
         ) -> tuple[list[str], int, upkeep.PruneCursor | None]:
             return upkeep.prune_batch(tx, updated_before, owner_id, at, batch_size, not dry_run)
 
+        began = time.monotonic()
         found, count, cursor = yield from (read(batch) if dry_run else write(batch))
         removed.extend(found)
         trees += count
+        if backend == "sqlite" and count and not dry_run and cursor is not None:
+            # Writers in other processes wait for SQLite's lock by sleeping and retrying; a
+            # prune that took it again at once would starve them. Resting as long as the
+            # batch held it (at least SQLITE_REST_S) gives each waiting writer its turn.
+            rest = max(time.monotonic() - began, SQLITE_REST_S)
+            yield from call(partial(_rest, seconds=rest))
     return PruneReport(session_ids=sorted(removed), tree_count=trees, dry_run=dry_run)
+
+
+def _rest(engine: Engine, seconds: float) -> None:
+    """Sleep off the event loop: a step, so the async face keeps serving meanwhile."""
+    time.sleep(seconds)
 
 
 def tree(session_id: str) -> Steps[list[str]]:

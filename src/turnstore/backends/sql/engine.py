@@ -187,8 +187,12 @@ class Tx:
         """Run a statement that returns no rows."""
         self._connection.execute(sql, params)
 
-    def stream(self, sql: str, params: Sequence[Any] = (), size: int = 256) -> Iterator[Any]:
-        """Run a query and yield its rows as they arrive, holding about `size` at a time."""
+    def stream(self, sql: str, params: Sequence[Any] = (), size: int = 16) -> Iterator[Any]:
+        """Run a query and yield its rows as they arrive, holding at most `size` at a time.
+
+        Rows may be large (a context chunk of a long save): a few at a time keeps memory
+        flat however big a session is.
+        """
         if self.dialect.server_cursors:
             cursor = self._connection.cursor(name=f"turnstore_stream_{next(_CURSOR_NUMBERS)}")
             cursor.itersize = size
