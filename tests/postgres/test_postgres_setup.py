@@ -260,6 +260,16 @@ def test_an_unknown_url_parameter_is_a_config_error_listing_the_known_ones():
         _assert_secret_free(refused.value, PASSWORD)
 
 
+def test_libpq_options_with_spaces_reach_the_server(store_url):
+    """`options=-c%20name%3Dvalue` keeps its space: the server gets the setting, not `+name`."""
+    url = with_params(store_url, options="-c%20statement_timeout%3D4321")
+    with turnstore.open_blocking(url) as store:
+        engine = store._driver.engine
+        with engine.pool.connection() as connection:
+            (setting,) = connection.execute("SHOW statement_timeout").fetchone()
+    assert setting == "4321ms"
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -152,7 +152,8 @@ class PostgresOptions:
             raise ConfigError(f"PostgreSQL URL parameter given twice: {', '.join(repeated)}")
         ours = {name: value for name, value in pairs if name in OWN_PARAMETERS}
         theirs = [(name, value) for name, value in pairs if name not in OWN_PARAMETERS]
-        conninfo = urlunsplit(parts._replace(query=urlencode(theirs)))
+        # quote, not quote_plus: libpq reads a `+` as itself, not as a space.
+        conninfo = urlunsplit(parts._replace(query=urlencode(theirs, quote_via=quote)))
         params: dict[str, Any] = {}
         try:
             params = conninfo_to_dict(conninfo)
@@ -253,6 +254,10 @@ class PostgresEngine:
     def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         options = self.options
         settings = f"-c search_path={options.schema}"
+        # The store's settings go after the URL's own `options`, which they would replace.
+        given = conninfo_to_dict(options.conninfo).get("options")
+        if given:
+            settings = f"{given} {settings}"
         if self._read_only:
             settings += " -c default_transaction_read_only=on"
 
