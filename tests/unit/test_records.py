@@ -90,6 +90,7 @@ from turnstore.records import (
     TranscriptBatch,
     TranscriptPage,
     TurnBoundary,
+    upkeep,
 )
 from turnstore.records.base import Record, decode_json, encode_json
 
@@ -207,7 +208,52 @@ def _samples() -> dict[str, Any]:
             latest_sequence=12, events=[_journal_event()], next_before_sequence=9
         ),
         **runtime_records(),
+        **upkeep_records(),
     }
+
+
+def upkeep_records() -> dict[str, Any]:
+    """One filled instance of every operators' report."""
+    step = upkeep.MigrationStep(version=4, summary="LangGraph checkpoints")
+    return {
+        "PruneReport": upkeep.PruneReport(session_ids=["a", "a-fork"], tree_count=1, dry_run=True),
+        "StoreStats": upkeep.StoreStats(
+            session_count=3, fork_count=1, total_tokens=9, blob_bytes=7
+        ),
+        "DoctorReport": upkeep.DoctorReport(
+            backend="sqlite",
+            schema_version=3,
+            supported_schema_version=4,
+            integrity=["page 3: btree error"],
+            wal_bytes=4096,
+            missing_indexes=["sessions_parent_idx"],
+        ),
+        "VacuumDatabaseReport": upkeep.VacuumDatabaseReport(
+            removed_node_count=2, bytes_before=10, bytes_after=5
+        ),
+        "BackupReport": upkeep.BackupReport(path="/backups/a.sqlite3", bytes=4096),
+        "MigrationStep": step,
+        "MigrationReport": upkeep.MigrationReport(
+            from_version=3, to_version=4, steps=[step], dry_run=True
+        ),
+        "TransferReport": upkeep.TransferReport(
+            session_ids=["a"],
+            skipped_session_ids=["b"],
+            replaced_session_ids=["a"],
+            tree_count=2,
+            row_count=9,
+        ),
+    }
+
+
+def test_a_doctor_report_names_each_problem() -> None:
+    """problems lists integrity findings, a schema to migrate and missing indexes."""
+    report = upkeep_records()["DoctorReport"]
+    assert report.problems == [
+        "page 3: btree error",
+        "schema version 3, this build uses 4 (run migrate)",
+        "missing index sessions_parent_idx",
+    ]
 
 
 def _exported_record_classes() -> set[type]:
