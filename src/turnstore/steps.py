@@ -10,7 +10,7 @@ event loop. The two faces of the store differ only in which driver they hold.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -51,7 +51,15 @@ class Origin:
     """Ask which engine runs the operation: a context the store holds is marked with it."""
 
 
-Step = Read[Any] | Write[Any] | Call[Any] | Origin
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait for a wake-up or a time-out: a blocking driver's thread blocks, a task awaits."""
+
+    blocking: Callable[[], object]
+    awaiting: Callable[[], Awaitable[object]]
+
+
+Step = Read[Any] | Write[Any] | Call[Any] | Origin | Pause
 """One engine call an operation asks its driver for."""
 Steps = Generator[Step, Any, T]
 """An operation: yields steps, receives their results, returns the public value."""
@@ -79,6 +87,11 @@ def origin() -> Steps[object]:
     """The engine running this operation: use as `engine = yield from origin()`."""
     value: object = yield Origin()
     return value
+
+
+def pause(blocking: Callable[[], object], awaiting: Callable[[], Awaitable[object]]) -> Steps[None]:
+    """A pause step: `yield from pause(wait_in_thread, wait_on_loop)`."""
+    yield Pause(blocking, awaiting)
 
 
 class _Driver:
@@ -118,6 +131,8 @@ class BlockingDriver(_Driver):
                         value = step.work(self.engine)
                     elif isinstance(step, Origin):
                         value = self.engine
+                    elif isinstance(step, Pause):
+                        value = step.blocking()
                     else:
                         value = self.engine.write(step.work).result()
                 except BaseException as failed:
@@ -157,6 +172,8 @@ class AsyncDriver(_Driver):
                         value = await asyncio.to_thread(step.work, self.engine)
                     elif isinstance(step, Origin):
                         value = self.engine
+                    elif isinstance(step, Pause):
+                        value = await step.awaiting()
                     else:
                         # Cancelling the caller cancels a write still queued; one already
                         # running commits or fails whole.

@@ -385,6 +385,7 @@ SESSION_PAGES = rec(
             spoiled(st.builds(SessionCursor, updated_at=INTS, sequence=SMALL, session_id=GOOD_IDS))
         ),
         limit=st.integers(1, 5),
+        id_prefix=maybe(st.one_of(st.sampled_from(["", "s", SESSION, "\U0010ffff"]), GOOD_IDS)),
     )
 )
 NODES = spoiled(
@@ -609,7 +610,9 @@ class Harness:
             target = self.store.runtime(bound)
         else:
             target, rest = self.store, list(args)
-        result = getattr(target, case.name)(*rest)
+        split = len(rest) - len(case.keywords)
+        keywords = dict(zip(case.keywords, rest[split:], strict=True))
+        result = getattr(target, case.name)(*rest[:split], **keywords)
         if inspect.isawaitable(result):
             assert self.loop is not None
             result = self.loop.run_until_complete(result)
@@ -667,6 +670,8 @@ class Case:
     runtime: bool = False
     examples: int = SQLITE_EXAMPLES
     after: Callable[[Harness, tuple[Any, ...], Any], None] | None = None
+    keywords: tuple[str, ...] = ()
+    """The names of the last parameters, which the method takes by keyword only."""
 
     @property
     def args(self) -> st.SearchStrategy[tuple[Any, ...]]:
@@ -766,6 +771,19 @@ STATE_WRITES = Param(
 )
 """An append's state writes: (scope, key, value) tuples, good ones or bad ones."""
 BOUNDARY = p(st.sampled_from(["turn", "steer"]))
+WAIT_TIMEOUTS = Param(
+    st.sampled_from([0, 0.0, 0.001, 0.005]),
+    # Never a valid time-out longer than a few milliseconds: a wait past the journal's end
+    # sleeps all of it.
+    choice(
+        st.sampled_from([-1, -0.5, math.nan, math.inf, -math.inf, 3600.5, 1e308, 2**64, True]),
+        st.integers(max_value=-1),
+        st.none(),
+        TEXT,
+        BAD_VALUES,
+    ),
+)
+"""A wait's time-out: a few milliseconds, or refused."""
 LEASE = p(st.integers(1, 3_600_000))
 
 EXPORTS = [
@@ -788,11 +806,18 @@ CASE_LIST = [
     Case("append_event", (p(GOOD_IDS), p(SMALL), rec(EVENTS))),
     Case("event_page", (p(GOOD_IDS), page(EventPageRequest, "limit"))),
     Case("event_turn_page", (p(GOOD_IDS), p(maybe(SMALL)))),
+    Case("events_after", (p(GOOD_IDS), p(SMALL), p(st.integers(1, 5)))),
+    Case("wait_for_events", (p(GOOD_IDS), p(SMALL), WAIT_TIMEOUTS), examples=200),
     Case("session_summary", (p(GOOD_IDS),)),
     Case("list_sessions_page", (SESSION_PAGES,)),
     Case("transcript_page", (p(GOOD_IDS), page(TranscriptPageRequest, "max_batches"))),
     Case("execution_page", (p(GOOD_IDS), page(ExecutionPageRequest, "limit"))),
-    Case("recent_executions", (p(st.integers(1, 5)),)),
+    Case("recent_executions", (p(st.integers(1, 5)), p(maybe(GOOD_IDS))), keywords=("owner_id",)),
+    Case(
+        "fork_tree",
+        (p(choice(st.sampled_from([SESSION, CHILD]), GOOD_IDS)), p(st.integers(1, 3))),
+        keywords=("limit",),
+    ),
     Case(
         "fork",
         (

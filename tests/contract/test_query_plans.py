@@ -77,6 +77,8 @@ SMALL_OWNER = "owner-c"
 PRIMARY_KEY = "primary key"
 """Stands for a table's primary-key index, whatever the backend calls it."""
 CATALOG_ORDER = ("updated_at", "latest_sequence", "session_id")
+PREFIX_RANGE = ("session-0", "session-1")
+"""The id range of the prefix `session-0`: a third of the catalog."""
 
 Term = tuple[str | tuple[str, ...], str]
 """One bound the index must apply: a column (or a row of columns) and its operator."""
@@ -472,6 +474,15 @@ PLAN_CASES = [
         JOURNAL_NEXT,
     ),
     _case(
+        "events-after",
+        "Events after a cursor are a forward primary-key range scan bounded by the cursor.",
+        "watch.events_after",
+        lambda plans: (BIG, BEFORE, PAGE),
+        "event_journal",
+        PRIMARY_KEY,
+        (("session_id", "="), ("sequence", ">")),
+    ),
+    _case(
         "execution-first-page",
         "The execution journal's first page is a backward range scan of its primary key.",
         "journals.execution_first_page",
@@ -494,6 +505,14 @@ PLAN_CASES = [
         "Recent executions across sessions are the head of execution_journal_recent_idx.",
         "journals.recent_executions",
         lambda plans: (PAGE,),
+        "execution_journal",
+        "execution_journal_recent_idx",
+    ),
+    _case(
+        "owner-recent-executions",
+        "An owner's recent executions walk execution_journal_recent_idx in order, to LIMIT.",
+        "journals.owner_recent_executions",
+        lambda plans: (SMALL_OWNER, PAGE),
         "execution_journal",
         "execution_journal_recent_idx",
     ),
@@ -529,6 +548,42 @@ PLAN_CASES = [
         "An owner's continuation page is a sessions_owner_recent_idx range bounded by the cursor.",
         "sessions.owner_next_page",
         lambda plans: (SMALL_OWNER, *plans.owner_cursor, PAGE),
+        "sessions",
+        "sessions_owner_recent_idx",
+        (("owner_id", "="), (CATALOG_ORDER, "<")),
+    ),
+    # An id prefix filters the catalog's order as it is walked: no sort of every match.
+    _case(
+        "prefix-catalog-first-page",
+        "An id prefix's first catalog page walks sessions_recent_idx in order, to LIMIT.",
+        "sessions.prefix_first_page",
+        lambda plans: (*PREFIX_RANGE, PAGE),
+        "sessions",
+        "sessions_recent_idx",
+    ),
+    _case(
+        "prefix-catalog-continuation-page",
+        "An id prefix's continuation page is a sessions_recent_idx range from the cursor.",
+        "sessions.prefix_next_page",
+        lambda plans: (*PREFIX_RANGE, *plans.catalog_cursor, PAGE),
+        "sessions",
+        "sessions_recent_idx",
+        ((CATALOG_ORDER, "<"),),
+    ),
+    _case(
+        "owner-prefix-catalog-first-page",
+        "An owner's id-prefix page is a sessions_owner_recent_idx range of that owner.",
+        "sessions.owner_prefix_first_page",
+        lambda plans: (SMALL_OWNER, *PREFIX_RANGE, PAGE),
+        "sessions",
+        "sessions_owner_recent_idx",
+        (("owner_id", "="),),
+    ),
+    _case(
+        "owner-prefix-catalog-continuation-page",
+        "An owner's id-prefix continuation is a sessions_owner_recent_idx range from the cursor.",
+        "sessions.owner_prefix_next_page",
+        lambda plans: (SMALL_OWNER, *PREFIX_RANGE, *plans.owner_cursor, PAGE),
         "sessions",
         "sessions_owner_recent_idx",
         (("owner_id", "="), (CATALOG_ORDER, "<")),
@@ -611,6 +666,16 @@ PLAN_CASES = [
         "checkpoints.tree",
         lambda plans: (id_list(plans.backend, ["session-000"]),),
         # SQLite names the recursive step's table by its alias.
+        {"sqlite": "child", "postgres": "sessions"},
+        "sessions_parent_idx",
+        (("parent_session_id", "="),),
+        ordered=False,
+    ),
+    _case(
+        "fork-tree",
+        "A fork tree's rows are found by the same walk down sessions_parent_idx.",
+        "transfer.tree_rows",
+        lambda plans: ("session-000",),
         {"sqlite": "child", "postgres": "sessions"},
         "sessions_parent_idx",
         (("parent_session_id", "="),),

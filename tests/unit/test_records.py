@@ -77,6 +77,7 @@ from turnstore.records import (
     ExecutionPage,
     ExecutionPhase,
     ExecutionStats,
+    ForkTree,
     JournalEvent,
     PendingApproval,
     QueueBoundary,
@@ -184,7 +185,9 @@ def _samples() -> dict[str, Any]:
         "SessionSummary": _summary(),
         "SessionCursor": cursor,
         "SessionPageRequest": SessionPageRequest(owner_id="o", cursor=cursor, limit=10),
+        "SessionPageRequest.id_prefix": SessionPageRequest(id_prefix="chat-", limit=10),
         "SessionPage": SessionPage(sessions=[_summary()], next_cursor=cursor),
+        "ForkTree": ForkTree(root_session_id="parent", sessions=[_summary()], truncated=True),
         "TranscriptBatch": TranscriptBatch(
             sequence=3, created_at=1_700_000_000, items=[{"role": "user"}, "text", 1, None]
         ),
@@ -546,7 +549,11 @@ SEED_FIELDS: dict[str, tuple[Any, list[str]]] = {
         SessionCursor(updated_at=0, sequence=0, session_id="s"),
         ["updated_at", "sequence", "session_id"],
     ),
-    "SessionPageRequest": (SessionPageRequest(limit=1), ["owner_id", "cursor", "limit"]),
+    # `id_prefix` is turnstore's own, after the seed's fields (docs/decisions.md).
+    "SessionPageRequest": (
+        SessionPageRequest(limit=1),
+        ["owner_id", "cursor", "limit", "id_prefix"],
+    ),
     "SessionPage": (SessionPage(sessions=[]), ["sessions", "next_cursor"]),
     "TranscriptBatch": (
         TranscriptBatch(sequence=1, created_at=0, items=[]),

@@ -31,7 +31,9 @@ from turnstore.cli.common import (
 )
 from turnstore.cli.crash import crash_and_reload
 from turnstore.cli.demo import CRASH_ID, FORK_ID, SESSION_ID, run_demo
+from turnstore.cli.serve import serve
 from turnstore.records import SessionCursor, SessionPage
+from turnstore.rules.cursors import encode_cursor
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -161,7 +163,7 @@ def _show_one_page(
     if page.next_cursor is None:
         return
     owned = () if owner is None else ("--owner", owner)
-    token = paging.encode_cursor(page.next_cursor)
+    token = encode_cursor(page.next_cursor)
     output.render_more(
         console,
         "More sessions exist. Next page:",
@@ -246,5 +248,5 @@ def delete_sessions(
     output.render_removed(output.make_console(), verb, doomed)
 
 
-for command in operate.COMMANDS:
+for command in [*operate.COMMANDS, serve]:
     main.add_command(command)

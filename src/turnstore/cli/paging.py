@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterator
 from typing import Any
 
 import click
-import msgspec
 
 from turnstore import BlockingStore, SessionPageRequest
 from turnstore.records import SessionCursor, SessionPage, SessionSummary
+from turnstore.rules.cursors import decode_cursor, encode_cursor
 
 ALL_PAGE_SIZE = 100
 """Sessions fetched per page by `--all` when `--limit` is not given."""
-
-
-def encode_cursor(cursor: SessionCursor) -> str:
-    """The catalog cursor as one printable, shell-safe token (base64url of its JSON)."""
-    return base64.urlsafe_b64encode(msgspec.json.encode(cursor)).rstrip(b"=").decode()
-
-
-def decode_cursor(token: str) -> SessionCursor:
-    """The catalog cursor a token from `encode_cursor` holds; ValueError if it holds none."""
-    padded = token + "=" * (-len(token) % 4)
-    try:
-        raw = base64.urlsafe_b64decode(padded.encode("ascii"))
-        return msgspec.json.decode(raw, type=SessionCursor)
-    except (binascii.Error, UnicodeEncodeError, msgspec.DecodeError, ValueError) as error:
-        raise ValueError(f"{token!r} is not a cursor printed by `sessions list`") from error
 
 
 class Cursor(click.ParamType[SessionCursor]):

@@ -18,6 +18,7 @@ from turnstore.backends.urls import open_engine
 from turnstore.ops import checkpoint as checkpoint_ops
 from turnstore.ops import runtime as runtime_ops
 from turnstore.ops import upkeep as upkeep_ops
+from turnstore.ops import watch as watch_ops
 from turnstore.ops.upkeep import Progress
 from turnstore.records.base import WriterStats
 from turnstore.records.checkpoint import (
@@ -28,6 +29,7 @@ from turnstore.records.checkpoint import (
     ExecutionPage,
     ExecutionPageRequest,
     ExecutionRecord,
+    ForkTree,
     JournalEvent,
     SessionPage,
     SessionPageRequest,
@@ -149,7 +151,7 @@ class Store:
         return await self._driver.run(checkpoint_ops.session_summary(session_id))
 
     async def list_sessions_page(self, request: SessionPageRequest) -> SessionPage:
-        """List one newest-first page of the session catalog."""
+        """List one newest-first page of the session catalog (by owner or id prefix, if asked)."""
         return await self._driver.run(checkpoint_ops.list_sessions_page(request))
 
     async def transcript_page(
@@ -162,9 +164,15 @@ class Store:
         """Load one newest-first page of a session's finished turns."""
         return await self._driver.run(checkpoint_ops.execution_page(session_id, request))
 
-    async def recent_executions(self, limit: int) -> list[ExecutionRecord]:
-        """Load the most recently started finished turns across all sessions."""
-        return await self._driver.run(checkpoint_ops.recent_executions(limit))
+    async def recent_executions(
+        self, limit: int, *, owner_id: str | None = None
+    ) -> list[ExecutionRecord]:
+        """Load the most recently started finished turns of all sessions, or of one owner's."""
+        return await self._driver.run(checkpoint_ops.recent_executions(limit, owner_id))
+
+    async def fork_tree(self, session_id: str, *, limit: int = 1000) -> ForkTree | None:
+        """Load the fork tree holding a session: root first, then breadth-first; None if absent."""
+        return await self._driver.run(checkpoint_ops.fork_tree(session_id, limit))
 
     async def fork(
         self, parent_session_id: str, parent_sequence: int, checkpoint: Checkpoint
@@ -323,6 +331,16 @@ class Store:
     async def save_state(self, scope: str, key: str, value: Any) -> None:
         """Durably replace one middleware state value."""
         await self._driver.run(checkpoint_ops.save_state(scope, key, value))
+
+    async def events_after(self, session_id: str, after_sequence: int, limit: int) -> EventPage:
+        """Load the stored events after a sequence, oldest first (compacted deltas are absent)."""
+        return await self._driver.run(watch_ops.events_after(session_id, after_sequence, limit))
+
+    async def wait_for_events(self, session_id: str, after_sequence: int, timeout: float) -> int:  # noqa: ASYNC109, RUF100
+        """Wait up to `timeout` s for events past `after_sequence`; return the latest sequence."""
+        return await self._driver.run(
+            watch_ops.wait_for_events(session_id, after_sequence, timeout)
+        )
 
     async def close(self) -> None:
         """Commit queued writes and release connections and threads."""

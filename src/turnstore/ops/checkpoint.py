@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from turnstore.backends.sql import checkpoints, context_items, journals, sessions
+from turnstore.backends.sql import checkpoints, context_items, journals, sessions, transfer
 from turnstore.backends.sql.engine import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -15,6 +15,7 @@ from turnstore.records.checkpoint import (
     ExecutionPage,
     ExecutionPageRequest,
     ExecutionRecord,
+    ForkTree,
     JournalEvent,
     SessionPage,
     SessionSummary,
@@ -25,7 +26,13 @@ from turnstore.records.checkpoint import (
 from turnstore.records.context import Context, ContextMark
 from turnstore.records.protocol import Event
 from turnstore.rules.events import event_turn_page_steps, prepare_event
-from turnstore.rules.pages import catalog_query, journal_query, recent_limit
+from turnstore.rules.pages import (
+    catalog_query,
+    fork_tree_limit,
+    journal_query,
+    owner_filter,
+    recent_limit,
+)
 from turnstore.rules.saves import (
     PreparedSave,
     pop_count,
@@ -125,7 +132,7 @@ def session_summary(session_id: str) -> Steps[SessionSummary | None]:
 
 
 def list_sessions_page(request: object) -> Steps[SessionPage]:
-    """List one newest-first page of the catalog, optionally for one owner."""
+    """List one newest-first page of the catalog, optionally for one owner or id prefix."""
     query = catalog_query(request)
     return (yield from read(lambda tx: sessions.catalog_page(tx, query)))
 
@@ -142,10 +149,18 @@ def execution_page(session_id: str, request: ExecutionPageRequest) -> Steps[Exec
     return (yield from read(lambda tx: journals.execution_page(tx, query)))
 
 
-def recent_executions(limit: int) -> Steps[list[ExecutionRecord]]:
-    """Load the most recently started finished turns across all sessions."""
+def recent_executions(limit: int, owner_id: str | None = None) -> Steps[list[ExecutionRecord]]:
+    """Load the most recently started finished turns across all sessions, or one owner's."""
     checked = recent_limit(limit)
-    return (yield from read(lambda tx: journals.recent_executions(tx, checked)))
+    owner = owner_filter(owner_id)
+    return (yield from read(lambda tx: journals.recent_executions(tx, checked, owner)))
+
+
+def fork_tree(session_id: str, limit: int) -> Steps[ForkTree | None]:
+    """Load the fork tree holding a session, root first and then breadth-first."""
+    session_id = validate_session_id(session_id)
+    checked = fork_tree_limit(limit)
+    return (yield from read(lambda tx: transfer.fork_tree(tx, session_id, checked)))
 
 
 def fork(

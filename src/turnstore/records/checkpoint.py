@@ -343,6 +343,8 @@ class SessionPageRequest(Record, kw_only=True):
     owner_id: str | None = None
     cursor: SessionCursor | None = None
     limit: U64
+    id_prefix: str | None = None
+    """Only ids starting with this text, literally and case-sensitively; "" filters nothing."""
 
 
 class SessionPage(Record, kw_only=True):
@@ -350,6 +352,16 @@ class SessionPage(Record, kw_only=True):
 
     sessions: list[SessionSummary]
     next_cursor: SessionCursor | None = None
+
+
+class ForkTree(Record, kw_only=True):
+    """The root of a fork tree and its descendants: root first, then breadth-first."""
+
+    root_session_id: str
+    sessions: list[SessionSummary]
+    """Siblings ordered by (parent_sequence, created_at, session_id); at most the limit asked."""
+    truncated: bool
+    """Whether the tree holds more sessions than `sessions` lists."""
 
 
 class TranscriptBatch(Record, kw_only=True):

@@ -15,10 +15,17 @@ from turnstore.records.checkpoint import (
     SessionPageRequest,
     TranscriptPageRequest,
 )
-from turnstore.rules.validation import identifier, validate_session_id
-from turnstore.rules.values import integer, require
+from turnstore.rules.validation import MAX_SESSION_ID_BYTES, identifier, validate_session_id
+from turnstore.rules.values import integer, require, too_long
 
 T = TypeVar("T")
+
+MAX_FORK_TREE_LIMIT = 10_000
+"""Most sessions one `fork_tree` call returns."""
+_TOP = "\U0010ffff"
+"""The greatest code point: ids compare by it as by their UTF-8 bytes."""
+_ABOVE_EVERY_ID = _TOP * (MAX_SESSION_ID_BYTES // len(_TOP.encode()) + 1)
+"""Text greater than every session id (each is at most `MAX_SESSION_ID_BYTES` long)."""
 
 JournalRequest = EventPageRequest | TranscriptPageRequest | ExecutionPageRequest
 """A newest-first page request of one session's journal."""
@@ -52,6 +59,8 @@ class CatalogQuery:
     owner_id: str | None
     after: tuple[int, int, str] | None
     limit: int
+    id_range: tuple[str, str] | None = None
+    """The ids `[low, high)` that start with the request's `id_prefix`, if it has one."""
 
     @property
     def fetch(self) -> int:
@@ -97,7 +106,42 @@ def catalog_query(request: object) -> CatalogQuery:
             raise InvalidInput("session cursor is invalid")
         after = (updated_at, sequence, identifier(cursor.session_id, "session cursor session_id"))
     owner = None if checked.owner_id is None else identifier(checked.owner_id, "owner_id")
-    return CatalogQuery(owner, after, limit)
+    return CatalogQuery(owner, after, limit, id_prefix_range(checked.id_prefix))
+
+
+def id_prefix_range(prefix: object) -> tuple[str, str] | None:
+    """The half-open id range `[low, high)` of ids starting with `prefix`; None for no filter.
+
+    Ids compare by their UTF-8 bytes on both backends (code point order), so the ids that
+    start with `prefix` are those from `prefix` up to, not including, the next text after
+    every such id: `prefix` without its trailing U+10FFFF characters, its last one plus 1.
+    """
+    if prefix is None:
+        return None
+    checked = identifier(prefix, "id_prefix")
+    if too_long(checked, MAX_SESSION_ID_BYTES):
+        raise InvalidInput("id_prefix is too long")
+    if not checked:
+        return None
+    head = checked.rstrip(_TOP)
+    if not head:
+        return checked, _ABOVE_EVERY_ID
+    following = ord(head[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates are no text; the next character is U+E000
+        following = 0xE000
+    return checked, head[:-1] + chr(following)
+
+
+def owner_filter(owner_id: object) -> str | None:
+    """Validate an optional owner filter."""
+    return None if owner_id is None else identifier(owner_id, "owner_id")
+
+
+def fork_tree_limit(limit: object) -> int:
+    """Validate the number of sessions a fork tree read may return."""
+    return integer(
+        limit, f"fork tree limit must be 1..{MAX_FORK_TREE_LIMIT}", low=1, high=MAX_FORK_TREE_LIMIT
+    )
 
 
 def recent_limit(limit: object) -> int:

@@ -17,6 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import Conninfo
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from turnstore.backends.postgres.notify import PostgresWatch
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.sql.engine import Dialect, Tx
@@ -250,6 +251,7 @@ class PostgresEngine:
         self._writes = ThreadPoolExecutor(
             options.pool_max_size, thread_name_prefix="turnstore-postgres-write"
         )
+        self._watch = PostgresWatch(options.conninfo, options.schema, self._pool)
 
     def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         options = self.options
@@ -392,7 +394,13 @@ class PostgresEngine:
     def _write_now(self, work: Callable[[Tx], T]) -> T:
         def transaction() -> T:
             with self._pool.connection() as connection, connection.transaction():
-                return work(Tx(connection, POSTGRES))
+                tx = Tx(connection, POSTGRES)
+                result = work(tx)
+            # Past the `with`: COMMIT returned. The notification goes out from another
+            # connection (see `notify`), never inside the transaction.
+            if tx.event_sessions:
+                self._watch.committed(tx.event_sessions)
+            return result
 
         failure: TurnstoreError | None = None
         for _ in range(_RETRIES):
@@ -421,8 +429,15 @@ class PostgresEngine:
         """Return how many write transactions committed (one write each)."""
         return WriterStats(self._transactions, self._transactions)
 
+    def watch(self) -> PostgresWatch:
+        """The store's waiters, notification sender and listener."""
+        return self._watch
+
     def close(self) -> None:
         """Finish running writes, then close the pool."""
         if hasattr(self, "_writes"):
             self._writes.shutdown(wait=True)
+        if hasattr(self, "_watch"):
+            # After the writes, so their notifications are sent; before the pool closes.
+            self._watch.close()
         self._pool.close()

@@ -13,9 +13,12 @@ import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from turnstore.records.base import WriterStats
+
+if TYPE_CHECKING:
+    from turnstore.backends.sql.waiters import EventWatch
 
 T = TypeVar("T")
 R = TypeVar("R", bound=tuple[Any, ...])
@@ -151,11 +154,21 @@ def _statements(cls: type) -> dict[str, str | Query[Any]]:
 class Tx:
     """One open transaction on a DB-API connection (sqlite3 or psycopg)."""
 
-    __slots__ = ("_connection", "dialect")
+    __slots__ = ("_connection", "dialect", "event_sessions")
 
     def __init__(self, connection: Any, dialect: Dialect) -> None:
         self._connection = connection
         self.dialect = dialect
+        self.event_sessions: set[str] | None = None
+        """Sessions whose event journal this transaction wrote; the engine wakes their
+        watchers after COMMIT (None, not an empty set, so a save without events allocates
+        nothing)."""
+
+    def wrote_events(self, session_id: str) -> None:
+        """Note that this transaction journaled events of `session_id`."""
+        if self.event_sessions is None:
+            self.event_sessions = set()
+        self.event_sessions.add(session_id)
 
     def sql(self, table: type[S]) -> S:
         """The statements of `table` in this transaction's dialect."""
@@ -257,6 +270,9 @@ class Engine(Protocol):
 
     def writer_stats(self) -> WriterStats:
         """Return write-path counters."""
+
+    def watch(self) -> EventWatch:
+        """The engine's one hub of event waiters (`wait_for_events`)."""
 
     def close(self) -> None:
         """Finish queued writes and release every connection."""

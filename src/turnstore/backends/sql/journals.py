@@ -126,6 +126,15 @@ class JournalSql(Statements):
         "SELECT record_json FROM execution_journal"
         " ORDER BY started_at_ms DESC, session_id DESC, sequence DESC LIMIT ?"
     )
+    # CROSS JOIN makes SQLite (which has no statistics) walk the recent index in order and
+    # stop at LIMIT, instead of reading and sorting every turn of the owner's sessions; to
+    # PostgreSQL it is a plain join, planned by its statistics.
+    owner_recent_executions = (
+        "SELECT execution_journal.record_json FROM execution_journal CROSS JOIN sessions"
+        " WHERE sessions.session_id = execution_journal.session_id AND sessions.owner_id = ?"
+        " ORDER BY execution_journal.started_at_ms DESC, execution_journal.session_id DESC,"
+        " execution_journal.sequence DESC LIMIT ?"
+    )
 
 
 def _page(tx: Tx, first: Query[R], then: Query[R], query: JournalQuery) -> list[R]:
@@ -155,6 +164,7 @@ def store_events(
         stored.append(_store_event(tx, session_id, latest, event))
     if events:
         tx.run(tx.sql(JournalSql).set_latest_event, (latest, session_id))
+        tx.wrote_events(session_id)
     return stored
 
 
@@ -257,8 +267,11 @@ def execution_page(tx: Tx, query: JournalQuery) -> ExecutionPage:
     )
 
 
-def recent_executions(tx: Tx, limit: int) -> list[ExecutionRecord]:
-    """The most recently started finished turns across all sessions."""
-    return [
-        _execution(record) for record in tx.values(tx.sql(JournalSql).recent_executions, (limit,))
-    ]
+def recent_executions(tx: Tx, limit: int, owner_id: str | None = None) -> list[ExecutionRecord]:
+    """The most recently started finished turns across all sessions, or an owner's sessions."""
+    sql = tx.sql(JournalSql)
+    if owner_id is None:
+        found = tx.values(sql.recent_executions, (limit,))
+    else:
+        found = tx.values(sql.owner_recent_executions, (owner_id, limit))
+    return [_execution(record) for record in found]

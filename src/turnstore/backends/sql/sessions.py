@@ -61,6 +61,12 @@ _INSERTED = (*SessionWrite._fields, "session_id", *Branch._fields)
 _ORDER = " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?"
 _AFTER = "(updated_at, latest_sequence, session_id) < (?, ?, ?)"
 _FROM = "FROM sessions"
+# An id prefix is a range of ids (see `id_prefix_range`): byte-wise on both backends (the
+# column's collation stays), with no LIKE to escape. `|| ''` keeps the range off the primary
+# key, whose range SQLite (without statistics) would read whole and sort on every page: the
+# page walks the catalog's index in order instead, testing each id there, and LIMIT stops it.
+_ID = "(session_id || '')"
+_PREFIX = f"{_ID} >= ? AND {_ID} < ?"
 
 
 class SessionSql(Statements):
@@ -89,6 +95,14 @@ class SessionSql(Statements):
     next_page = select(SessionRow, f"{_FROM} WHERE {_AFTER}{_ORDER}")
     owner_first_page = select(SessionRow, f"{_FROM} WHERE owner_id = ?{_ORDER}")
     owner_next_page = select(SessionRow, f"{_FROM} WHERE owner_id = ? AND {_AFTER}{_ORDER}")
+    prefix_first_page = select(SessionRow, f"{_FROM} WHERE {_PREFIX}{_ORDER}")
+    prefix_next_page = select(SessionRow, f"{_FROM} WHERE {_PREFIX} AND {_AFTER}{_ORDER}")
+    owner_prefix_first_page = select(
+        SessionRow, f"{_FROM} WHERE owner_id = ? AND {_PREFIX}{_ORDER}"
+    )
+    owner_prefix_next_page = select(
+        SessionRow, f"{_FROM} WHERE owner_id = ? AND {_PREFIX} AND {_AFTER}{_ORDER}"
+    )
 
 
 def session_write(save: PreparedSave, plan: ContextWrite) -> SessionWrite:
@@ -171,11 +185,20 @@ def catalog_page(tx: Tx, query: CatalogQuery) -> SessionPage:
     """One newest-first page of the catalog, strictly after the query's cursor."""
     sql = tx.sql(SessionSql)
     owned = query.owner_id is not None
-    if query.after is None:
-        statement = sql.owner_first_page if owned else sql.first_page
-    else:
-        statement = sql.owner_next_page if owned else sql.next_page
-    params = (*([query.owner_id] if owned else []), *(query.after or ()), query.fetch)
+    statements = {
+        (False, False): (sql.first_page, sql.next_page),
+        (True, False): (sql.owner_first_page, sql.owner_next_page),
+        (False, True): (sql.prefix_first_page, sql.prefix_next_page),
+        (True, True): (sql.owner_prefix_first_page, sql.owner_prefix_next_page),
+    }
+    first, then = statements[owned, query.id_range is not None]
+    statement = first if query.after is None else then
+    params = (
+        *([query.owner_id] if owned else []),
+        *(query.id_range or ()),
+        *(query.after or ()),
+        query.fetch,
+    )
     rows, last = split_page(tx.rows(statement, params), query.limit)
     cursor = None
     if last is not None:

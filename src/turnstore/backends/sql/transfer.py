@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal
@@ -18,7 +19,7 @@ from typing import IO, Any, Literal
 import msgspec
 
 from turnstore.backends.sql import checkpoints, sessions
-from turnstore.backends.sql.engine import Statements, Tx
+from turnstore.backends.sql.engine import Statements, Tx, select
 from turnstore.backends.sql.transfer_rows import (
     BLOBS,
     ENCODER,
@@ -33,6 +34,7 @@ from turnstore.backends.sql.transfer_rows import (
 )
 from turnstore.errors import InvalidInput, SessionExists, SessionNotFound
 from turnstore.records.base import decode_stored
+from turnstore.records.checkpoint import ForkTree
 from turnstore.records.runtime import SessionCheckpoint
 
 OnConflict = Literal["fail", "skip", "replace"]
@@ -68,6 +70,7 @@ class TransferSql(Statements):
         " JOIN tree ON child.parent_session_id = tree.session_id)"
         " SELECT session_id FROM tree ORDER BY depth, session_id"
     )
+    tree_rows = select(sessions.SessionRow, f"FROM sessions WHERE session_id IN ({tree})")
     head_refs = "SELECT checkpoint_ref FROM runtime_heads WHERE {ids:session_id}"
     blob = "SELECT data FROM blobs WHERE blob_ref = ?"
 
@@ -118,6 +121,39 @@ def roots(tx: Tx, session_ids: list[str] | None, owner_id: str | None) -> list[s
 def tree(tx: Tx, root: str) -> list[str]:
     """A session and every fork below it, parents before children; [] if absent."""
     return list(tx.values(tx.sql(TransferSql).tree, (root,)))
+
+
+def fork_tree(tx: Tx, session_id: str, limit: int) -> ForkTree | None:
+    """The tree holding a session: its root, then the forks breadth-first; None if absent.
+
+    Siblings come in the order they branched: by parent sequence, creation time and id.
+    """
+    sql = tx.sql(TransferSql)
+    roots = tx.values(sql.roots_of, (tx.dialect.id_list([session_id]),))
+    if not roots:
+        return None
+    root: str = roots[0]
+    children: dict[str, list[sessions.SessionRow]] = {}
+    top: sessions.SessionRow | None = None
+    for row in tx.rows(sql.tree_rows, (root,)):
+        if row.session_id == root:
+            top = row
+        elif row.parent_session_id is not None:
+            children.setdefault(row.parent_session_id, []).append(row)
+    if top is None:  # the root went between the two reads of a non-snapshot transaction
+        return None
+    ordered: list[sessions.SessionRow] = []
+    queue = deque([top])
+    while queue and len(ordered) <= limit:
+        row = queue.popleft()
+        ordered.append(row)
+        below = children.get(row.session_id, [])
+        queue.extend(sorted(below, key=lambda c: (c.parent_sequence, c.created_at, c.session_id)))
+    return ForkTree(
+        root_session_id=root,
+        sessions=[sessions.summary_of(row) for row in ordered[:limit]],
+        truncated=len(ordered) > limit,
+    )
 
 
 def tree_records(tx: Tx, ids: list[str]) -> Iterator[msgspec.Struct]:
@@ -234,6 +270,8 @@ def import_tree(
             raise InvalidInput(
                 f"export tree {header.root!r} has no sessions row for {session_id!r}"
             )
+        # An imported session's journal is new to anyone waiting on it.
+        tx.wrote_events(session_id)
     return TreeOutcome(True, count, replaced)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from turnstore.backends.sql import watch
 from turnstore.backends.sql.engine import Dialect, Tx
 from turnstore.backends.sqlite.connection import (
     BUSY_TIMEOUT_S,
@@ -16,6 +18,7 @@ from turnstore.backends.sqlite.connection import (
     open_database,
 )
 from turnstore.backends.sqlite.upkeep import SqliteUpkeep
+from turnstore.backends.sqlite.watch import SqliteWatch
 from turnstore.backends.sqlite.writer import GroupCommitWriter
 from turnstore.errors import ReadOnlyStore
 from turnstore.records.base import WriterStats, encode_json
@@ -55,6 +58,7 @@ class SqliteEngine:
         self.path = path
         self._readers = ReaderPool(path, busy_timeout_s, read_only=read_only)
         self._writer: GroupCommitWriter | None = None
+        self._watch = SqliteWatch(lambda ids: self.read(lambda tx: watch.latest_marks(tx, ids)))
         if read_only:
             try:
                 check_database(path, self._readers, any_version=any_version)
@@ -77,7 +81,31 @@ class SqliteEngine:
         """Queue `work` for the writer's next group commit."""
         if self._writer is None:
             raise ReadOnlyStore("the store was opened read-only")
-        return self._writer.submit(lambda connection: work(Tx(connection, SQLITE)))
+        # The transaction of the job's last run: a job the group commit runs again after
+        # another job aborted the batch gets a new one.
+        ran: list[Tx] = []
+
+        def job(connection: sqlite3.Connection) -> T:
+            tx = Tx(connection, SQLITE)
+            ran[:] = (tx,)
+            return work(tx)
+
+        future = self._writer.submit(job)
+        # Done callbacks run as the writer resolves the future, after COMMIT returned.
+        future.add_done_callback(lambda done: self._committed(done, ran))
+        return future
+
+    def _committed(self, done: Future[Any], ran: list[Tx]) -> None:
+        """Wake the waiters of the sessions a committed write journaled events of."""
+        if done.cancelled() or done.exception() is not None or not ran:
+            return
+        wrote = ran[0].event_sessions
+        if wrote:
+            self._watch.committed(wrote)
+
+    def watch(self) -> SqliteWatch:
+        """The store's waiters and their poll loop."""
+        return self._watch
 
     def writer_stats(self) -> WriterStats:
         """Return how many transactions committed and how many writes they carried."""
@@ -87,4 +115,5 @@ class SqliteEngine:
         """Commit queued writes, then close every connection."""
         if self._writer is not None:
             self._writer.close()
+        self._watch.close()
         self._readers.close()

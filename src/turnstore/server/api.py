@@ -1,0 +1,300 @@
+"""The JSON endpoints: each reads the store through its public async API, scoped and capped.
+
+Every endpoint is declared once in `ENDPOINTS` with its response type; the router and the
+OpenAPI document are both built from that table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+import turnstore
+from turnstore import (
+    ActivePath,
+    EventPageRequest,
+    ExecutionPageRequest,
+    SessionPageRequest,
+    Store,
+    TranscriptPageRequest,
+)
+from turnstore.records import (
+    EventPage,
+    ExecutionPage,
+    ExecutionStats,
+    ForkTree,
+    SessionNodeRecord,
+    SessionSummary,
+    TranscriptPage,
+)
+from turnstore.rules.cursors import encode_cursor
+from turnstore.server import params
+from turnstore.server.bodies import (
+    CatalogBody,
+    GraphBody,
+    HealthBody,
+    QueueBody,
+    RecentExecutionsBody,
+)
+from turnstore.server.params import ApiError, json_response
+from turnstore.server.settings import ServeSettings
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Param(msgspec.Struct, frozen=True):
+    """One query parameter of an endpoint, as OpenAPI describes it."""
+
+    name: str
+    kind: str
+    description: str
+
+
+class Endpoint(msgspec.Struct, frozen=True):
+    """One GET endpoint: its path, handler, summary, query parameters and response type."""
+
+    path: str
+    handler: Handler
+    summary: str
+    response: Any
+    query: tuple[Param, ...] = ()
+    media_type: str = "application/json"
+
+
+def store_of(request: Request) -> Store:
+    """The store the application serves."""
+    store: Store = request.app.state.store
+    return store
+
+
+def settings_of(request: Request) -> ServeSettings:
+    """The server's settings: token, owner scope and page caps."""
+    settings: ServeSettings = request.app.state.settings
+    return settings
+
+
+def in_scope(settings: ServeSettings, summary: SessionSummary) -> bool:
+    """Whether the server's owner scope (if any) lets it show this session."""
+    return settings.owner_id is None or summary.session_context.owner_id == settings.owner_id
+
+
+async def visible_summary(request: Request) -> SessionSummary:
+    """The summary of the path's session; 404 when absent or outside the owner scope."""
+    session_id = params.session_id(request)
+    summary = await store_of(request).session_summary(session_id)
+    if summary is None or not in_scope(settings_of(request), summary):
+        # The same answer either way, so a scoped server does not reveal others' sessions.
+        raise ApiError(404, "SessionNotFound", f"no session {session_id!r}")
+    return summary
+
+
+async def health(request: Request) -> Response:
+    """Liveness, version and owner scope."""
+    settings = settings_of(request)
+    return json_response(
+        HealthBody(status="ok", version=turnstore.__version__, owner_scope=settings.owner_id)
+    )
+
+
+async def catalog(request: Request) -> Response:
+    """One page of the catalog, newest update first."""
+    settings = settings_of(request)
+    limit = params.limit(request, default=50, high=settings.max_sessions)
+    owner = params.text(request, "owner")
+    if settings.owner_id is not None:
+        if owner is not None and owner != settings.owner_id:
+            # The filter and the scope intersect in nothing.
+            return json_response(CatalogBody(sessions=[], next_cursor=None))
+        owner = settings.owner_id
+    page = await store_of(request).list_sessions_page(
+        SessionPageRequest(
+            owner_id=owner,
+            cursor=params.cursor(request),
+            limit=limit,
+            id_prefix=params.text(request, "prefix"),
+        )
+    )
+    token = encode_cursor(page.next_cursor) if page.next_cursor is not None else None
+    return json_response(CatalogBody(sessions=page.sessions, next_cursor=token))
+
+
+async def summary(request: Request) -> Response:
+    """A session's catalog summary, with its execution stats."""
+    return json_response(await visible_summary(request))
+
+
+async def stats(request: Request) -> Response:
+    """A session's execution stats: runs, failures, calls, time and tokens."""
+    return json_response((await visible_summary(request)).execution_stats)
+
+
+async def transcript(request: Request) -> Response:
+    """One newest-first page of a session's transcript batches."""
+    found = await visible_summary(request)
+    settings = settings_of(request)
+    page = await store_of(request).transcript_page(
+        found.session_id,
+        TranscriptPageRequest(
+            before_sequence=params.sequence(request, "before"),
+            max_batches=params.limit(request, default=20, high=settings.max_batches),
+        ),
+    )
+    return json_response(page)
+
+
+async def events(request: Request) -> Response:
+    """One newest-first page of a session's event journal, with its high-water mark."""
+    found = await visible_summary(request)
+    settings = settings_of(request)
+    page = await store_of(request).event_page(
+        found.session_id,
+        EventPageRequest(
+            before_sequence=params.sequence(request, "before"),
+            limit=params.limit(request, default=100, high=settings.max_events),
+        ),
+    )
+    return json_response(page)
+
+
+async def turn(request: Request) -> Response:
+    """The newest whole turn of events before a cursor."""
+    found = await visible_summary(request)
+    page = await store_of(request).event_turn_page(
+        found.session_id, params.sequence(request, "before")
+    )
+    return json_response(page)
+
+
+async def executions(request: Request) -> Response:
+    """One newest-first page of a session's finished turns."""
+    found = await visible_summary(request)
+    settings = settings_of(request)
+    page = await store_of(request).execution_page(
+        found.session_id,
+        ExecutionPageRequest(
+            before_sequence=params.sequence(request, "before"),
+            limit=params.limit(request, default=20, high=settings.max_executions),
+        ),
+    )
+    return json_response(page)
+
+
+async def recent_executions(request: Request) -> Response:
+    """Finished turns across the sessions in scope, most recently started first."""
+    settings = settings_of(request)
+    limit = params.limit(request, default=20, high=settings.max_executions)
+    found = await store_of(request).recent_executions(limit, owner_id=settings.owner_id)
+    return json_response(RecentExecutionsBody(executions=found))
+
+
+async def forks(request: Request) -> Response:
+    """The fork tree the session belongs to: its root first, then every descendant."""
+    found = await visible_summary(request)
+    settings = settings_of(request)
+    tree = await store_of(request).fork_tree(found.session_id, limit=settings.max_fork_tree)
+    if tree is None:
+        raise ApiError(404, "SessionNotFound", f"no session {found.session_id!r}")
+    tree.sessions = [s for s in tree.sessions if in_scope(settings, s)]
+    return json_response(tree)
+
+
+async def graph(request: Request) -> Response:
+    """The runtime graph's active path, root first; 404 without a runtime session."""
+    found = await visible_summary(request)
+    read = await store_of(request).runtime(found.session_id).load_session(ActivePath())
+    if read is None:
+        raise ApiError(404, "NotFound", f"session {found.session_id!r} has no runtime graph")
+    by_id = {node.node_id: node for node in read.graph.nodes}
+    path: list[SessionNodeRecord] = []
+    node_id = read.graph.leaf_node_id
+    while node_id is not None and node_id in by_id and len(path) < len(by_id):
+        path.append(by_id[node_id])
+        node_id = by_id[node_id].parent_node_id
+    path.reverse()
+    return json_response(
+        GraphBody(
+            session_id=found.session_id,
+            head_revision=read.head_revision,
+            current_agent_frame_id=read.current_agent_frame_id,
+            nodes=path,
+        )
+    )
+
+
+async def queue(request: Request) -> Response:
+    """A session's durable queued work and its claims."""
+    found = await visible_summary(request)
+    batches = await store_of(request).runtime(found.session_id).list_queued_work()
+    return json_response(QueueBody(batches=batches))
+
+
+_BEFORE = Param("before", "integer", "Only entries with a sequence below this cursor.")
+_LIMIT = Param("limit", "integer", "Page size, from 1 to the server's cap.")
+
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint("/api/health", health, "Liveness, version and owner scope", HealthBody),
+    Endpoint(
+        "/api/sessions",
+        catalog,
+        "The catalog, newest update first, by keyset cursor",
+        CatalogBody,
+        (
+            _LIMIT,
+            Param("cursor", "string", "The `next_cursor` of the previous page."),
+            Param("owner", "string", "Only sessions of this owner."),
+            Param("prefix", "string", "Only sessions whose id starts with this text."),
+        ),
+    ),
+    Endpoint(
+        "/api/executions/recent",
+        recent_executions,
+        "Finished turns across sessions, newest first",
+        RecentExecutionsBody,
+        (_LIMIT,),
+    ),
+    Endpoint("/api/sessions/{session_id}", summary, "A session's summary", SessionSummary),
+    Endpoint(
+        "/api/sessions/{session_id}/stats", stats, "A session's execution stats", ExecutionStats
+    ),
+    Endpoint(
+        "/api/sessions/{session_id}/transcript",
+        transcript,
+        "Transcript batches, newest first",
+        TranscriptPage,
+        (_BEFORE, _LIMIT),
+    ),
+    Endpoint(
+        "/api/sessions/{session_id}/events",
+        events,
+        "Journal events, newest first, with the high-water mark",
+        EventPage,
+        (_BEFORE, _LIMIT),
+    ),
+    Endpoint(
+        "/api/sessions/{session_id}/turn",
+        turn,
+        "The newest whole turn of events before a cursor",
+        EventPage,
+        (_BEFORE,),
+    ),
+    Endpoint(
+        "/api/sessions/{session_id}/executions",
+        executions,
+        "Finished turns with their stats, newest first",
+        ExecutionPage,
+        (_BEFORE, _LIMIT),
+    ),
+    Endpoint("/api/sessions/{session_id}/forks", forks, "The session's fork tree", ForkTree),
+    Endpoint(
+        "/api/sessions/{session_id}/graph",
+        graph,
+        "The runtime graph's active path",
+        GraphBody,
+    ),
+    Endpoint("/api/sessions/{session_id}/queue", queue, "Durable queued work", QueueBody),
+)
+"""Every JSON endpoint; the event stream is declared beside it in `turnstore.server.app`."""

@@ -1,0 +1,56 @@
+"""The JSON bodies the API answers with, where a store record is not already the body."""
+
+from __future__ import annotations
+
+import msgspec
+
+from turnstore.records import (
+    ExecutionRecord,
+    QueuedWorkBatch,
+    SessionNodeRecord,
+    SessionSummary,
+)
+
+
+class CatalogBody(msgspec.Struct, kw_only=True):
+    """One catalog page, newest first; `next_cursor` fetches the next page."""
+
+    sessions: list[SessionSummary]
+    next_cursor: str | None
+
+
+class RecentExecutionsBody(msgspec.Struct, kw_only=True):
+    """Finished turns across sessions, most recently started first."""
+
+    executions: list[ExecutionRecord]
+
+
+class GraphBody(msgspec.Struct, kw_only=True):
+    """The runtime graph's active path, root first, and the head it was read at."""
+
+    session_id: str
+    head_revision: int
+    current_agent_frame_id: str
+    nodes: list[SessionNodeRecord]
+
+
+class QueueBody(msgspec.Struct, kw_only=True):
+    """A session's durable queued work, in queue order."""
+
+    batches: list[QueuedWorkBatch]
+
+
+class HealthBody(msgspec.Struct, kw_only=True):
+    """What `/api/health` reports: the version and the owner scope, if any."""
+
+    status: str
+    version: str
+    owner_scope: str | None
+    read_only: bool = True
+
+
+class ErrorBody(msgspec.Struct, kw_only=True):
+    """Every error: a message and the error's type name."""
+
+    error: str
+    type: str

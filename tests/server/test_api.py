@@ -1,0 +1,335 @@
+"""The JSON API over a real `turnstore serve` process, on both backends, with httpx.
+
+Every body is compared with what the public library returns for the same read, so the API
+adds scope, caps and encoding and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import msgspec
+import pytest
+from click.testing import CliRunner
+from data import new_session, runtime_graph, turn, warning
+
+from turnstore import (
+    BlockingStore,
+    Checkpoint,
+    EventPageRequest,
+    ExecutionPageRequest,
+    SessionContext,
+    SessionPageRequest,
+    TranscriptPageRequest,
+)
+from turnstore.cli import main
+from turnstore.server.api import ENDPOINTS
+from turnstore.server.app import STREAM
+
+SESSION_PATHS = [e.path for e in (*ENDPOINTS, STREAM) if "{session_id}" in e.path]
+
+
+def builtins(record: Any) -> Any:
+    """A record as the JSON the server should send for it."""
+    return msgspec.json.decode(msgspec.json.encode(record))
+
+
+def at(path: str, session_id: str) -> str:
+    """`path` with the session id percent-encoded into its segment.
+
+    Dots are encoded too: a client would otherwise resolve an id of `..` as a path step.
+    """
+    return path.replace("{session_id}", quote(session_id, safe="").replace(".", "%2E"))
+
+
+def catalog_ids(server: Any, **query: Any) -> list[str]:
+    """Every session id the catalog lists, following `next_cursor` page by page."""
+    ids: list[str] = []
+    cursor = None
+    while True:
+        params = {**query, **({"cursor": cursor} if cursor else {})}
+        body = server.get("/api/sessions", params=params).json()
+        ids += [s["session_id"] for s in body["sessions"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            return ids
+
+
+def test_the_catalog_pages_newest_first_by_cursor(serve, writer: BlockingStore) -> None:
+    """Pages of 3 walk the whole catalog in the library's order, each session once."""
+    for index in range(8):
+        new_session(writer, f"s{index}", owner="alice" if index % 2 else "bob")
+    server = serve()
+    expected = [
+        s.session_id for s in writer.list_sessions_page(SessionPageRequest(limit=100)).sessions
+    ]
+    assert catalog_ids(server, limit=3) == expected
+    assert len(expected) == 8
+    first = server.get("/api/sessions", params={"limit": 3}).json()
+    assert first["sessions"] == builtins(
+        writer.list_sessions_page(SessionPageRequest(limit=3)).sessions
+    )
+
+
+def test_the_catalog_filters_by_owner_and_id_prefix(serve, writer: BlockingStore) -> None:
+    """`owner` and `prefix` narrow the catalog; the prefix is literal text."""
+    for session_id, owner in [
+        ("agent-1", "alice"),
+        ("agent-2", "bob"),
+        ("agent%3", "alice"),
+        ("other", "alice"),
+    ]:
+        new_session(writer, session_id, owner=owner)
+    server = serve()
+    assert sorted(catalog_ids(server, owner="alice", limit=1)) == ["agent%3", "agent-1", "other"]
+    assert sorted(catalog_ids(server, prefix="agent")) == ["agent%3", "agent-1", "agent-2"]
+    assert catalog_ids(server, prefix="agent%") == ["agent%3"]
+    assert catalog_ids(server, prefix="agent-", owner="bob") == ["agent-2"]
+
+
+def test_session_endpoints_answer_what_the_library_reads(serve, writer: BlockingStore) -> None:
+    """Summary, stats, transcript, events, turn, executions and forks equal the library's."""
+    checkpoint = new_session(writer, "main")
+    for index in range(3):
+        turn(writer, checkpoint, f"t{index}", answer=f"answer {index}")
+    writer.fork("main", 2, Checkpoint.empty("branch"))
+    server = serve()
+    summary = writer.session_summary("main")
+    assert summary is not None
+    assert server.get("/api/sessions/main").json() == builtins(summary)
+    assert server.get("/api/sessions/main/stats").json() == builtins(summary.execution_stats)
+    assert server.get("/api/sessions/main/transcript", params={"limit": 2}).json() == builtins(
+        writer.transcript_page("main", TranscriptPageRequest(max_batches=2))
+    )
+    assert server.get(
+        "/api/sessions/main/transcript", params={"limit": 2, "before": 3}
+    ).json() == builtins(
+        writer.transcript_page("main", TranscriptPageRequest(max_batches=2, before_sequence=3))
+    )
+    events = server.get("/api/sessions/main/events", params={"limit": 4}).json()
+    assert events == builtins(writer.event_page("main", EventPageRequest(limit=4)))
+    assert events["latest_sequence"] == 9
+    assert server.get("/api/sessions/main/turn").json() == builtins(
+        writer.event_turn_page("main", None)
+    )
+    assert server.get("/api/sessions/main/executions").json() == builtins(
+        writer.execution_page("main", ExecutionPageRequest(limit=20))
+    )
+    forks = server.get("/api/sessions/branch/forks").json()
+    assert forks == builtins(writer.fork_tree("branch"))
+    assert [s["session_id"] for s in forks["sessions"]] == ["main", "branch"]
+    recent = server.get("/api/executions/recent", params={"limit": 2}).json()
+    assert recent == {"executions": builtins(writer.recent_executions(2))}
+
+
+def test_the_graph_endpoint_returns_the_active_path_root_first(serve, writer) -> None:
+    """The runtime graph's active path, root to leaf, without the side branch."""
+    new_session(writer, "rt")
+    runtime_graph(writer, "rt", ["question", "answer", "follow-up"])
+    new_session(writer, "plain")
+    server = serve()
+    body = server.get("/api/sessions/rt/graph").json()
+    assert [n["node_id"] for n in body["nodes"]] == ["n0", "n1", "n2"]
+    assert body["nodes"][2]["payload"]["parts"][0]["content"] == "follow-up"
+    assert body["head_revision"] == 1
+    missing = server.get("/api/sessions/plain/graph")
+    assert (missing.status_code, missing.json()["type"]) == (404, "NotFound")
+    assert server.get("/api/sessions/rt/queue").json() == {"batches": []}
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"limit": "0"}, "limit must be between 1 and"),
+        ({"limit": "100000"}, "limit must be between 1 and"),
+        ({"limit": "ten"}, "limit must be an integer"),
+        ({"before": "-1"}, "before must be between 0 and"),
+    ],
+)
+def test_bad_parameters_are_400_with_a_typed_error(serve, writer, query, message) -> None:
+    """Out-of-range or malformed parameters get a clear 400, not a page or a crash."""
+    new_session(writer, "s")
+    server = serve()
+    for path in ["/api/sessions/s/events", "/api/sessions/s/transcript"]:
+        response = server.get(path, params=query)
+        assert response.status_code == 400
+        assert response.json()["type"] == "InvalidInput"
+        assert message in response.json()["error"]
+    bad_cursor = server.get("/api/sessions", params={"cursor": "not-a-cursor"})
+    assert (bad_cursor.status_code, bad_cursor.json()["type"]) == (400, "InvalidInput")
+
+
+def test_page_sizes_are_capped(serve, writer: BlockingStore) -> None:
+    """No endpoint returns more than the server's cap, whatever `limit` asks for."""
+    checkpoint = new_session(writer, "big")
+    for index in range(3):
+        turn(writer, checkpoint, f"t{index}")
+    server = serve()
+    assert server.get("/api/sessions", params={"limit": 201}).status_code == 400
+    assert server.get("/api/sessions/big/events", params={"limit": 501}).status_code == 400
+    assert len(server.get("/api/sessions/big/events", params={"limit": 500}).json()["events"]) == 9
+
+
+def test_unknown_sessions_are_404_on_every_session_endpoint(serve, writer) -> None:
+    """Each per-session endpoint, the stream included, answers 404 SessionNotFound."""
+    new_session(writer, "known")
+    server = serve()
+    for path in SESSION_PATHS:
+        response = server.get(at(path, "unknown"))
+        assert response.status_code == 404, path
+        assert response.json()["type"] == "SessionNotFound", path
+
+
+@pytest.mark.parametrize(
+    "session_id", ["a/b", "100%", "sp ace", "x\x01y\x1bz", "q?x=1#f", "émoji-🙂", "..", "%2F"]
+)
+def test_session_ids_of_any_characters_round_trip_in_the_path(serve, writer, session_id):
+    """A percent-encoded id reaches the store intact, `/`, `%`, `?` and controls included."""
+    new_session(writer, session_id)
+    turn(writer, writer.load(session_id) or Checkpoint.empty(session_id), "t")
+    server = serve()
+    for path in SESSION_PATHS:
+        if path.endswith("/stream") or path.endswith("/graph"):
+            continue
+        response = server.get(at(path, session_id))
+        assert response.status_code == 200, (path, response.text)
+    assert server.get(at("/api/sessions/{session_id}", session_id)).json()["session_id"] == (
+        session_id
+    )
+
+
+def test_an_owner_scope_holds_on_every_endpoint(serve, writer: BlockingStore) -> None:
+    """`--owner alice` shows alice's sessions only: bob's are 404 everywhere and never listed."""
+    alice = new_session(writer, "alice-1", owner="alice")
+    bob = new_session(writer, "bob-1", owner="bob")
+    turn(writer, alice, "ta")
+    turn(writer, bob, "tb")
+    # A fork of alice's session that bob owns must not show in her tree either.
+    child = Checkpoint.empty("bob-fork")
+    child.session_context = SessionContext(owner_id="bob")
+    writer.fork("alice-1", 1, child)
+    server = serve("--owner", "alice")
+    for path in SESSION_PATHS:
+        assert server.get(at(path, "bob-1")).status_code == 404, path
+        assert server.get(at(path, "bob-fork")).status_code == 404, path
+    assert catalog_ids(server) == ["alice-1"]
+    assert catalog_ids(server, owner="bob") == []
+    assert catalog_ids(server, owner="alice") == ["alice-1"]
+    recent = server.get("/api/executions/recent").json()["executions"]
+    assert [e["session_id"] for e in recent] == ["alice-1"]
+    tree = server.get("/api/sessions/alice-1/forks").json()
+    assert [s["session_id"] for s in tree["sessions"]] == ["alice-1"]
+    assert server.get("/api/health").json()["owner_scope"] == "alice"
+
+
+def test_a_token_is_required_on_every_request_when_set(serve, writer: BlockingStore) -> None:
+    """Without the bearer token every path is 401; with it, or its cookie, each answers."""
+    new_session(writer, "s")
+    server = serve("--token", "s3cret")
+    paths = [
+        "/",
+        "/static/app.js",
+        "/api/openapi.json",
+        "/api/health",
+        "/api/sessions",
+        "/api/executions/recent",
+        *[at(p, "s") for p in SESSION_PATHS if "stream" not in p],
+    ]
+    for path in paths:
+        refused = server.get(path)
+        assert refused.status_code == 401, path
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert server.get(path, headers={"authorization": "Bearer wrong"}).status_code == 401
+    for path in paths:
+        if path.endswith("/graph"):
+            continue
+        allowed = server.get(path, headers={"authorization": "Bearer s3cret"})
+        assert allowed.status_code == 200, path
+    assert server.get("/", params={"token": "wrong"}).status_code == 401
+    login = server.get("/", params={"token": "s3cret"})
+    assert login.status_code == 303
+    assert login.headers["location"] == "/"
+    cookie = login.headers["set-cookie"]
+    assert "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie
+    with httpx.Client(base_url=server.base, cookies=login.cookies) as browser:
+        assert browser.get("/api/sessions").status_code == 200
+
+
+def test_a_non_loopback_bind_is_refused_without_a_token(store_url: str, writer) -> None:
+    """`--host 0.0.0.0` without `--token` is a usage error, and nothing is served."""
+    for host in ["0.0.0.0", "::", "192.0.2.1", "example.org"]:
+        result = CliRunner().invoke(main, ["serve", store_url, "--host", host])
+        assert result.exit_code == 2, result.output
+        assert "without --token" in result.output
+    empty = CliRunner().invoke(main, ["serve", store_url, "--token", " "])
+    assert empty.exit_code == 2
+
+
+def test_the_server_is_read_only(serve, writer: BlockingStore) -> None:
+    """Every write method is refused (405) on every path, and the database is unchanged."""
+    checkpoint = new_session(writer, "s")
+    turn(writer, checkpoint, "t")
+    before = (writer.stats(), writer.event_page("s", EventPageRequest(limit=100)))
+    server = serve()
+    for path in ["/api/sessions", *[at(p, "s") for p in SESSION_PATHS]]:
+        for method in ["POST", "PUT", "PATCH", "DELETE"]:
+            response = httpx.request(method, f"{server.base}{path}", json={}, timeout=10)
+            assert response.status_code == 405, (method, path)
+    after = (writer.stats(), writer.event_page("s", EventPageRequest(limit=100)))
+    assert builtins(after[1]) == builtins(before[1])
+    counts = [
+        {k: v for k, v in builtins(s).items() if k != "database_bytes"}
+        for s in (before[0], after[0])
+    ]
+    assert counts[0] == counts[1]
+
+
+def test_the_openapi_document_lists_every_endpoint_with_resolvable_schemas(serve, writer):
+    """Every route is in the document; every `$ref` names a component that exists."""
+    server = serve()
+    document = server.get("/api/openapi.json").json()
+    assert document["openapi"].startswith("3.1")
+    assert set(document["paths"]) == {e.path for e in (*ENDPOINTS, STREAM)}
+    components = document["components"]["schemas"]
+    refs: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if "$ref" in value:
+                refs.append(value["$ref"])
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(document)
+    assert refs
+    for ref in refs:
+        assert ref.startswith("#/components/schemas/")
+        assert ref.rpartition("/")[2] in components, ref
+    assert "SessionSummary" in components
+    assert "JournalEvent" in components
+
+
+def test_hostile_content_is_served_as_json_with_safe_headers(serve, writer) -> None:
+    """Markup in ids and values stays JSON text; every response forbids sniffing and scripts."""
+    hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    checkpoint = new_session(writer, hostile, text=hostile)
+    turn(writer, checkpoint, "t", answer=hostile)
+    warning(writer, hostile, hostile)
+    server = serve()
+    for path in ["/api/sessions", at("/api/sessions/{session_id}/events", hostile)]:
+        response = server.get(path)
+        assert response.headers["content-type"] == "application/json"
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        assert hostile in response.text or hostile.replace('"', '\\"') in response.text
+    index = server.get("/")
+    assert index.headers["content-type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in index.headers["content-security-policy"]
+    missing = server.get("/api/nowhere")
+    assert (missing.status_code, missing.json()["type"]) == (404, "NotFound")
