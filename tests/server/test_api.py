@@ -13,7 +13,6 @@ import httpx
 import msgspec
 import pytest
 from click.testing import CliRunner
-from data import new_session, runtime_graph, turn, warning
 
 from turnstore import (
     BlockingStore,
@@ -27,6 +26,8 @@ from turnstore import (
 from turnstore.cli import main
 from turnstore.server.api import ENDPOINTS
 from turnstore.server.app import STREAM
+
+from .data import new_session, runtime_graph, turn, warning
 
 SESSION_PATHS = [e.path for e in (*ENDPOINTS, STREAM) if "{session_id}" in e.path]
 
@@ -134,8 +135,8 @@ def test_the_graph_endpoint_returns_the_active_path_root_first(serve, writer) ->
     assert [n["node_id"] for n in body["nodes"]] == ["n0", "n1", "n2"]
     assert body["nodes"][2]["payload"]["parts"][0]["content"] == "follow-up"
     assert body["head_revision"] == 1
-    missing = server.get("/api/sessions/plain/graph")
-    assert (missing.status_code, missing.json()["type"]) == (404, "NotFound")
+    plain = server.get("/api/sessions/plain/graph").json()
+    assert (plain["head_revision"], plain["nodes"]) == (None, [])
     assert server.get("/api/sessions/rt/queue").json() == {"batches": []}
 
 
@@ -191,7 +192,7 @@ def test_session_ids_of_any_characters_round_trip_in_the_path(serve, writer, ses
     turn(writer, writer.load(session_id) or Checkpoint.empty(session_id), "t")
     server = serve()
     for path in SESSION_PATHS:
-        if path.endswith("/stream") or path.endswith("/graph"):
+        if path.endswith("/stream"):
             continue
         response = server.get(at(path, session_id))
         assert response.status_code == 200, (path, response.text)
@@ -221,6 +222,10 @@ def test_an_owner_scope_holds_on_every_endpoint(serve, writer: BlockingStore) ->
     assert [e["session_id"] for e in recent] == ["alice-1"]
     tree = server.get("/api/sessions/alice-1/forks").json()
     assert [s["session_id"] for s in tree["sessions"]] == ["alice-1"]
+    # Scoped to bob, alice's root is neither listed nor named.
+    bobs = serve("--owner", "bob").get("/api/sessions/bob-fork/forks").json()
+    assert [s["session_id"] for s in bobs["sessions"]] == ["bob-fork"]
+    assert bobs["root_session_id"] == "bob-fork"
     assert server.get("/api/health").json()["owner_scope"] == "alice"
 
 
@@ -243,8 +248,6 @@ def test_a_token_is_required_on_every_request_when_set(serve, writer: BlockingSt
         assert refused.headers["www-authenticate"].startswith("Bearer")
         assert server.get(path, headers={"authorization": "Bearer wrong"}).status_code == 401
     for path in paths:
-        if path.endswith("/graph"):
-            continue
         allowed = server.get(path, headers={"authorization": "Bearer s3cret"})
         assert allowed.status_code == 200, path
     assert server.get("/", params={"token": "wrong"}).status_code == 401

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from data import new_session, turn, warning
-from sse import Tail
-
 from turnstore import BlockingStore, EventPageRequest
+
+from .data import new_session, turn, warning
+from .sse import Tail
 
 STREAM = "/api/sessions/{}/events/stream"
 

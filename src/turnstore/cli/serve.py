@@ -34,7 +34,7 @@ TOKEN_ENV = "TURNSTORE_TOKEN"
 def serve(
     url: str, host: str, port: int, token: str | None, owner: str | None, log_level: str
 ) -> None:
-    """Serve a read-only HTTP API, a live event tail and a web viewer of the store at URL.
+    """Serve a read-only HTTP API, live tail and web viewer of the store at URL.
 
     Binds to loopback unless --host says otherwise; a non-loopback address needs --token,
     which every request must then carry (the viewer: open /?token=TOKEN once). Needs the

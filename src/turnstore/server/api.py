@@ -199,15 +199,26 @@ async def forks(request: Request) -> Response:
     if tree is None:
         raise ApiError(404, "SessionNotFound", f"no session {found.session_id!r}")
     tree.sessions = [s for s in tree.sessions if in_scope(settings, s)]
+    if tree.sessions and tree.sessions[0].session_id != tree.root_session_id:
+        # The root belongs to another owner: name the first session the scope may show.
+        tree.root_session_id = tree.sessions[0].session_id
     return json_response(tree)
 
 
 async def graph(request: Request) -> Response:
-    """The runtime graph's active path, root first; 404 without a runtime session."""
+    """The runtime graph's active path, root first; empty for a session without one."""
     found = await visible_summary(request)
     read = await store_of(request).runtime(found.session_id).load_session(ActivePath())
     if read is None:
-        raise ApiError(404, "NotFound", f"session {found.session_id!r} has no runtime graph")
+        # A checkpoint-only session: nothing to show, which is not an error of the request.
+        return json_response(
+            GraphBody(
+                session_id=found.session_id,
+                head_revision=None,
+                current_agent_frame_id=None,
+                nodes=[],
+            )
+        )
     by_id = {node.node_id: node for node in read.graph.nodes}
     path: list[SessionNodeRecord] = []
     node_id = read.graph.leaf_node_id

@@ -26,11 +26,11 @@ class RecentExecutionsBody(msgspec.Struct, kw_only=True):
 
 
 class GraphBody(msgspec.Struct, kw_only=True):
-    """The runtime graph's active path, root first, and the head it was read at."""
+    """The runtime graph's active path, root first; no head and no nodes without one."""
 
     session_id: str
-    head_revision: int
-    current_agent_frame_id: str
+    head_revision: int | None
+    current_agent_frame_id: str | None
     nodes: list[SessionNodeRecord]
 
 

@@ -1,0 +1,56 @@
+// The viewer's entry point: hash routes (#/ the catalog, #/s/<id> a session) and the live badge.
+
+import { catalogPage } from "./catalog.js";
+import { h } from "./dom.js";
+import { sessionPage } from "./session.js";
+
+const root = document.getElementById("app");
+const liveIndicator = document.querySelector("[data-testid='live-indicator']");
+const LIVE_TEXT = { on: "live", connecting: "connecting…", off: "not live" };
+
+const live = {
+  set(state) {
+    liveIndicator.dataset.state = state;
+    liveIndicator.title = state === "on" ? "Following the session's event stream" : "Not following any event stream";
+    liveIndicator.lastChild.textContent = LIVE_TEXT[state] ?? state;
+  },
+};
+
+let leave = () => {};
+
+function route() {
+  leave();
+  leave = () => {};
+  live.set("off");
+  window.scrollTo(0, 0);
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, query = ""] = splitOnce(hash, "?");
+  if (path.startsWith("/s/")) {
+    let sessionId;
+    try {
+      sessionId = decodeURIComponent(path.slice(3));
+    } catch {
+      return notFound("This link does not name a session.");
+    }
+    leave = sessionPage(root, sessionId, live);
+    return;
+  }
+  document.title = "Sessions · turnstore";
+  if (path === "/" || path === "") {
+    leave = catalogPage(root, new URLSearchParams(query));
+    return;
+  }
+  notFound("There is no such page.");
+}
+
+function splitOnce(text, separator) {
+  const at = text.indexOf(separator);
+  return at < 0 ? [text] : [text.slice(0, at), text.slice(at + 1)];
+}
+
+function notFound(message) {
+  root.replaceChildren(h("section", { class: "page" }, h("div", { class: "card notice" }, h("h1", {}, "Not found"), h("p", {}, message), h("p", {}, h("a", { href: "#/" }, "Back to the sessions")))));
+}
+
+window.addEventListener("hashchange", route);
+route();

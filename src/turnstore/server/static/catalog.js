@@ -1,0 +1,137 @@
+// The catalog page: sessions newest first, filtered by id prefix and owner, paged by cursor.
+
+import { getJson } from "./api.js";
+import { h, num, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
+
+const PAGE_SIZE = 50;
+const FILTER_DELAY_MS = 250;
+
+export function catalogPage(root, params) {
+  const state = { prefix: params.get("prefix") ?? "", owner: params.get("owner") ?? "", cursor: null, done: false, loading: false, generation: 0 };
+  const prefixInput = h("input", { type: "search", id: "prefix", testid: "search-prefix", placeholder: "Session id starts with…", autocomplete: "off", spellcheck: "false", "aria-label": "Session id prefix" });
+  const ownerInput = h("input", { type: "search", id: "owner", testid: "filter-owner", placeholder: "Owner id", autocomplete: "off", spellcheck: "false", "aria-label": "Owner id" });
+  prefixInput.value = state.prefix;
+  ownerInput.value = state.owner;
+  const body = h("tbody", { testid: "session-rows" });
+  const status = h("p", { class: "status", testid: "catalog-status", role: "status" });
+  const more = h("button", { type: "button", class: "button", testid: "load-more", hidden: true }, "Load more");
+  const sentinel = h("div", { class: "sentinel", testid: "catalog-sentinel", "aria-hidden": "true" });
+  const table = h("table", { class: "catalog", testid: "catalog" },
+    h("thead", {}, h("tr", {},
+      ["Session", "Owner", "First message", "Turns", "Tokens", "Updated"].map((name) => h("th", { scope: "col" }, name)),
+    )),
+    body,
+  );
+  root.replaceChildren(
+    h("section", { class: "page catalog-page" },
+      h("div", { class: "page-head" },
+        h("h1", {}, "Sessions"),
+        h("div", { class: "filters" }, prefixInput, ownerInput),
+      ),
+      h("div", { class: "card table-card" }, table),
+      status, more, sentinel,
+    ),
+  );
+
+  async function loadPage() {
+    if (state.loading || state.done) return;
+    state.loading = true;
+    const generation = state.generation;
+    more.disabled = true;
+    status.textContent = "Loading…";
+    try {
+      const page = await getJson("/api/sessions", { limit: PAGE_SIZE, cursor: state.cursor, owner: state.owner, prefix: state.prefix });
+      if (generation !== state.generation) return;
+      const sessions = Array.isArray(page.sessions) ? page.sessions : [];
+      for (const summary of sessions) body.append(sessionRow(summary));
+      state.cursor = typeof page.next_cursor === "string" && page.next_cursor ? page.next_cursor : null;
+      state.done = state.cursor === null;
+      const count = body.childElementCount;
+      status.textContent = count === 0 ? "No sessions match." : `${num(count)} session${count === 1 ? "" : "s"}${state.done ? "" : " so far"}`;
+    } catch (error) {
+      if (generation !== state.generation) return;
+      status.textContent = `Could not load sessions: ${visibleText(error.message, 300)}`;
+      status.classList.add("error");
+    } finally {
+      if (generation === state.generation) {
+        state.loading = false;
+        more.disabled = false;
+        more.hidden = state.done;
+        // A short first page may leave the sentinel in view: keep loading while it is.
+        if (!state.done && isInView(sentinel)) queueMicrotask(loadPage);
+      }
+    }
+  }
+
+  function restart() {
+    state.generation += 1;
+    state.cursor = null;
+    state.done = false;
+    state.loading = false;
+    status.classList.remove("error");
+    body.replaceChildren();
+    const query = new URLSearchParams();
+    if (state.prefix) query.set("prefix", state.prefix);
+    if (state.owner) query.set("owner", state.owner);
+    const hash = query.size ? `#/?${query}` : "#/";
+    if (location.hash !== hash && !(hash === "#/" && location.hash === "")) history.replaceState(null, "", hash);
+    loadPage();
+  }
+
+  let timer = 0;
+  const onFilter = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      if (prefixInput.value === state.prefix && ownerInput.value === state.owner) return;
+      state.prefix = prefixInput.value;
+      state.owner = ownerInput.value;
+      restart();
+    }, FILTER_DELAY_MS);
+  };
+  prefixInput.addEventListener("input", onFilter);
+  ownerInput.addEventListener("input", onFilter);
+  more.addEventListener("click", loadPage);
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) loadPage();
+  }, { rootMargin: "200px" });
+  observer.observe(sentinel);
+  loadPage();
+  prefixInput.focus();
+  return () => {
+    clearTimeout(timer);
+    observer.disconnect();
+    state.generation += 1;
+  };
+}
+
+function isInView(el) {
+  const rect = el.getBoundingClientRect();
+  return rect.top < window.innerHeight + 200;
+}
+
+function sessionRow(summary) {
+  const id = String(summary.session_id ?? "");
+  const context = summary.session_context ?? {};
+  const stats = summary.execution_stats ?? {};
+  const usage = stats.usage ?? {};
+  const idCell = h("td", { class: "cell-id" },
+    h("a", { href: sessionHref(id), class: "mono", testid: "session-link", title: visibleId(id, 1100) }, visibleId(id, 80)),
+  );
+  if (summary.parent_session_id) {
+    idCell.append(h("div", { class: "forked-from", testid: "forked-from" },
+      "↳ fork of ",
+      h("a", { href: sessionHref(summary.parent_session_id), class: "mono" }, visibleId(summary.parent_session_id, 60)),
+      typeof summary.parent_sequence === "number" ? ` @ ${summary.parent_sequence}` : "",
+    ));
+  }
+  const runs = num(stats.run_count);
+  const problems = (stats.failed_run_count ?? 0) + (stats.aborted_run_count ?? 0);
+  return h("tr", { testid: "session-row", "data-session-id": id },
+    idCell,
+    h("td", { class: "cell-owner" }, context.owner_id ? visibleId(context.owner_id, 60) : h("span", { class: "muted" }, "—")),
+    h("td", {}, h("div", { class: "cell-message", testid: "first-message" }, summary.first_user_message ? visibleText(summary.first_user_message, 200) : h("span", { class: "muted" }, "—"))),
+    h("td", { class: "cell-num", title: `sequence ${summary.sequence ?? "?"}` }, runs, problems ? h("span", { class: "bad-count", title: "failed or aborted" }, ` (${num(problems)}!)`) : null),
+    h("td", { class: "cell-num" }, num(usage.total_tokens)),
+    h("td", { class: "cell-time" }, timeEl(summary.updated_at)),
+  );
+}
