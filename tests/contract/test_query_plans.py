@@ -79,6 +79,8 @@ PRIMARY_KEY = "primary key"
 CATALOG_ORDER = ("updated_at", "latest_sequence", "session_id")
 PREFIX_RANGE = ("session-0", "session-1")
 """The id range of the prefix `session-0`: a third of the catalog."""
+NARROW_RANGE = ("session-00", "session-01")
+"""The id range of the prefix `session-00`: ten sessions, few enough to read whole."""
 
 Term = tuple[str | tuple[str, ...], str]
 """One bound the index must apply: a column (or a row of columns) and its operator."""
@@ -296,6 +298,8 @@ class SqlitePlans(Plans):
 
 def _sqlite_bounds(bounds: Sequence[Term]) -> str:
     def term(column: str | tuple[str, ...], op: str) -> str:
+        # EXPLAIN QUERY PLAN shows a range's bound without its equality: `>=` as `>`.
+        op = op.rstrip("=") or op
         if isinstance(column, str):
             return f"{column}{op}?"
         return f"({','.join(column)}){op}({','.join('?' * len(column))})"
@@ -552,7 +556,7 @@ PLAN_CASES = [
         "sessions_owner_recent_idx",
         (("owner_id", "="), (CATALOG_ORDER, "<")),
     ),
-    # An id prefix filters the catalog's order as it is walked: no sort of every match.
+    # A wide id prefix filters the catalog's order as it is walked: no sort of every match.
     _case(
         "prefix-catalog-first-page",
         "An id prefix's first catalog page walks sessions_recent_idx in order, to LIMIT.",
@@ -587,6 +591,57 @@ PLAN_CASES = [
         "sessions",
         "sessions_owner_recent_idx",
         (("owner_id", "="), (CATALOG_ORDER, "<")),
+    ),
+    # A narrow id prefix reads its few ids whole through the primary key, then sorts them.
+    _case(
+        "narrow-prefix-count",
+        "Counting a prefix's ids (to NARROW_PREFIX + 1) is a primary-key range of the prefix.",
+        "sessions.prefix_probe",
+        lambda plans: (*PREFIX_RANGE, 2001),
+        "sessions",
+        PRIMARY_KEY,
+        (("session_id", ">="), ("session_id", "<")),
+        ordered=False,
+    ),
+    _case(
+        "narrow-prefix-catalog-first-page",
+        "A narrow id prefix's first page is a primary-key range of the prefix, sorted.",
+        "sessions.narrow_first_page",
+        lambda plans: (*NARROW_RANGE, PAGE),
+        "sessions",
+        PRIMARY_KEY,
+        (("session_id", ">="), ("session_id", "<")),
+        ordered=False,
+    ),
+    _case(
+        "narrow-prefix-catalog-continuation-page",
+        "A narrow id prefix's continuation page is the same primary-key range, sorted.",
+        "sessions.narrow_next_page",
+        lambda plans: (*NARROW_RANGE, *plans.catalog_cursor, PAGE),
+        "sessions",
+        PRIMARY_KEY,
+        (("session_id", ">="), ("session_id", "<")),
+        ordered=False,
+    ),
+    _case(
+        "owner-narrow-prefix-catalog-first-page",
+        "An owner's narrow id-prefix page is a primary-key range of the prefix, sorted.",
+        "sessions.owner_narrow_first_page",
+        lambda plans: (*NARROW_RANGE, SMALL_OWNER, PAGE),
+        "sessions",
+        PRIMARY_KEY,
+        (("session_id", ">="), ("session_id", "<")),
+        ordered=False,
+    ),
+    _case(
+        "owner-narrow-prefix-catalog-continuation-page",
+        "An owner's narrow id-prefix continuation is the same primary-key range, sorted.",
+        "sessions.owner_narrow_next_page",
+        lambda plans: (*NARROW_RANGE, SMALL_OWNER, *plans.owner_cursor, PAGE),
+        "sessions",
+        PRIMARY_KEY,
+        (("session_id", ">="), ("session_id", "<")),
+        ordered=False,
     ),
     # retention: each prune batch continues down the catalog's index from the last one
     _case(

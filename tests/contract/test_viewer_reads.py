@@ -11,6 +11,7 @@ from store_dumps import dump_database
 
 import turnstore
 from turnstore import ActiveExecution, Checkpoint, SessionContext, SessionPageRequest
+from turnstore.backends.sql import sessions as sql_sessions
 from turnstore.records import ForkTree, SessionCursor
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -147,8 +148,16 @@ async def test_an_id_prefix_combines_with_the_owner_filter(store):
 
 
 @pytest.mark.parametrize("owner_id", [None, "alice"])
-async def test_an_id_prefix_pages_with_the_cursor_in_catalog_order(store, database, owner_id):
-    """Pages of any size, cursor to cursor, give exactly the filtered catalog in its order."""
+@pytest.mark.parametrize("plan", ["narrow", "walked"])
+async def test_an_id_prefix_pages_with_the_cursor_in_catalog_order(
+    store, database, monkeypatch, owner_id, plan
+):
+    """Pages of any size, cursor to cursor, give exactly the filtered catalog in its order.
+
+    Both plans: a prefix's ids read whole and sorted, and the catalog's order walked.
+    """
+    if plan == "walked":  # every prefix holding an id is then too wide to read whole
+        monkeypatch.setattr(sql_sessions, "NARROW_PREFIX", 0)
     owners = ["alice", "bob", None]
     for index in range(30):
         prefix = ("run-", "rung-", "walk-")[index % 3]

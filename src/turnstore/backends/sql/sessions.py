@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from turnstore.backends.sql.engine import Statements, Tx, marks, select
+from turnstore.backends.sql.engine import Query, Statements, Tx, marks, select
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -62,11 +62,30 @@ _ORDER = " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT
 _AFTER = "(updated_at, latest_sequence, session_id) < (?, ?, ?)"
 _FROM = "FROM sessions"
 # An id prefix is a range of ids (see `id_prefix_range`): byte-wise on both backends (the
-# column's collation stays), with no LIKE to escape. `|| ''` keeps the range off the primary
-# key, whose range SQLite (without statistics) would read whole and sort on every page: the
-# page walks the catalog's index in order instead, testing each id there, and LIMIT stops it.
+# column's collation stays), with no LIKE to escape. Which plan is cheap depends on how many
+# ids the range holds, and neither planner can know without fresh statistics, so the page
+# counts them first on the primary key (`PREFIX_PROBE`, to at most `NARROW_PREFIX` + 1):
+# - a narrow range is read whole through the primary key (materialised, so no planner walks
+#   the catalog's order instead) and its few rows sorted;
+# - a wide one walks the catalog's index in order, testing each id, until LIMIT stops it:
+#   `|| ''` keeps the range off the primary key there, whose range would be read whole and
+#   sorted. Its ids are at least one in `catalog size / NARROW_PREFIX`, so the walk is short
+#   unless they all sit at the old end of the catalog.
+NARROW_PREFIX = 2000
+"""The most ids a prefix's range may hold to be read whole and sorted rather than walked."""
+_RANGE = "session_id >= ? AND session_id < ?"
 _ID = "(session_id || '')"
 _PREFIX = f"{_ID} >= ? AND {_ID} < ?"
+_HITS = (
+    f"WITH hits AS MATERIALIZED (SELECT {', '.join(SessionRow._fields)}, owner_id"
+    f" FROM sessions WHERE {_RANGE}) "
+)
+
+
+def _narrow(where: str) -> Query[SessionRow]:
+    """A catalog page of the rows of a narrow id range, read whole, filtered by `where`."""
+    query = select(SessionRow, f"FROM hits{where}{_ORDER}")
+    return Query(_HITS + query.sql, query.make)
 
 
 class SessionSql(Statements):
@@ -95,6 +114,7 @@ class SessionSql(Statements):
     next_page = select(SessionRow, f"{_FROM} WHERE {_AFTER}{_ORDER}")
     owner_first_page = select(SessionRow, f"{_FROM} WHERE owner_id = ?{_ORDER}")
     owner_next_page = select(SessionRow, f"{_FROM} WHERE owner_id = ? AND {_AFTER}{_ORDER}")
+    prefix_probe = f"SELECT COUNT(*) FROM (SELECT 1 FROM sessions WHERE {_RANGE} LIMIT ?) AS ids"
     prefix_first_page = select(SessionRow, f"{_FROM} WHERE {_PREFIX}{_ORDER}")
     prefix_next_page = select(SessionRow, f"{_FROM} WHERE {_PREFIX} AND {_AFTER}{_ORDER}")
     owner_prefix_first_page = select(
@@ -103,6 +123,10 @@ class SessionSql(Statements):
     owner_prefix_next_page = select(
         SessionRow, f"{_FROM} WHERE owner_id = ? AND {_PREFIX} AND {_AFTER}{_ORDER}"
     )
+    narrow_first_page = _narrow("")
+    narrow_next_page = _narrow(f" WHERE {_AFTER}")
+    owner_narrow_first_page = _narrow(" WHERE owner_id = ?")
+    owner_narrow_next_page = _narrow(f" WHERE owner_id = ? AND {_AFTER}")
 
 
 def session_write(save: PreparedSave, plan: ContextWrite) -> SessionWrite:
@@ -185,20 +209,29 @@ def catalog_page(tx: Tx, query: CatalogQuery) -> SessionPage:
     """One newest-first page of the catalog, strictly after the query's cursor."""
     sql = tx.sql(SessionSql)
     owned = query.owner_id is not None
+    owner = [query.owner_id] if owned else []
+    after = list(query.after or ())
+    if query.id_range is None:
+        kind = "plain"
+    elif tx.value(sql.prefix_probe, (*query.id_range, NARROW_PREFIX + 1)) <= NARROW_PREFIX:
+        kind = "narrow"
+    else:
+        kind = "prefix"
     statements = {
-        (False, False): (sql.first_page, sql.next_page),
-        (True, False): (sql.owner_first_page, sql.owner_next_page),
-        (False, True): (sql.prefix_first_page, sql.prefix_next_page),
-        (True, True): (sql.owner_prefix_first_page, sql.owner_prefix_next_page),
+        ("plain", False): (sql.first_page, sql.next_page),
+        ("plain", True): (sql.owner_first_page, sql.owner_next_page),
+        ("prefix", False): (sql.prefix_first_page, sql.prefix_next_page),
+        ("prefix", True): (sql.owner_prefix_first_page, sql.owner_prefix_next_page),
+        ("narrow", False): (sql.narrow_first_page, sql.narrow_next_page),
+        ("narrow", True): (sql.owner_narrow_first_page, sql.owner_narrow_next_page),
     }
-    first, then = statements[owned, query.id_range is not None]
+    first, then = statements[kind, owned]
     statement = first if query.after is None else then
-    params = (
-        *([query.owner_id] if owned else []),
-        *(query.id_range or ()),
-        *(query.after or ()),
-        query.fetch,
-    )
+    id_range = list(query.id_range or ())
+    if kind == "narrow":  # the range is bound in the WITH, before the page's own terms
+        params = (*id_range, *owner, *after, query.fetch)
+    else:
+        params = (*owner, *id_range, *after, query.fetch)
     rows, last = split_page(tx.rows(statement, params), query.limit)
     cursor = None
     if last is not None:
