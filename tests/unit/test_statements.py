@@ -16,6 +16,7 @@ DIALECT = Dialect(
     now_ms="NOW_MS",
     in_ids="{column} = ANY(?)",
     id_list=list,
+    children="tree JOIN t AS child ON child.parent = tree.id",
     blob_read_lock="",
     blob_write_lock="",
 )

@@ -90,8 +90,7 @@ class CheckpointSql(Statements):
     tree = (
         "WITH RECURSIVE tree(session_id) AS ("
         " SELECT session_id FROM sessions WHERE {ids:session_id}"
-        " UNION SELECT child.session_id FROM sessions AS child"
-        " JOIN tree ON child.parent_session_id = tree.session_id"
+        " UNION SELECT child.session_id FROM {children}"
         ") SELECT session_id FROM tree"
     )
     delete_state_scopes = "DELETE FROM middleware_state WHERE {ids:scope}"

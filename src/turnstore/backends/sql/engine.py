@@ -60,7 +60,7 @@ def marks(count: int) -> str:
 _CURSOR_NUMBERS = itertools.count()
 """Names server-side cursors apart: a transaction may stream from two at once."""
 
-_WORDS = frozenset({"lock", "key_share", "now", "now_ms", "ids"})
+_WORDS = frozenset({"lock", "key_share", "now", "now_ms", "ids", "children"})
 """The dialect words a statement template may name in braces."""
 
 
@@ -90,6 +90,8 @@ class Dialect:
     """`IN`-style predicate of `{column}` against one list parameter; `{ids:column}` in SQL."""
     id_list: Callable[[list[str]], object]
     """Turns a list of ids into the parameter `in_ids` expects."""
+    children: str
+    """FROM clause of a tree walk's step: the CTE `tree` joined to each row's forks, `child`."""
     blob_read_lock: str
     """Statement a commit runs so that garbage collection cannot delete blobs under it."""
     blob_write_lock: str
@@ -106,6 +108,7 @@ class Dialect:
             "now": self.now,
             "now_ms": self.now_ms,
             "ids": _InIds(self.in_ids),
+            "children": self.children,
         }
         return template.format_map(words).replace("?", self.placeholder)
 

@@ -66,8 +66,7 @@ class TransferSql(Statements):
     tree = (
         "WITH RECURSIVE tree(session_id, depth) AS ("
         " SELECT session_id, 0 FROM sessions WHERE session_id = ?"
-        " UNION ALL SELECT child.session_id, tree.depth + 1 FROM sessions AS child"
-        " JOIN tree ON child.parent_session_id = tree.session_id)"
+        " UNION ALL SELECT child.session_id, tree.depth + 1 FROM {children})"
         " SELECT session_id FROM tree ORDER BY depth, session_id"
     )
     tree_rows = select(sessions.SessionRow, f"FROM sessions WHERE session_id IN ({tree})")

@@ -34,6 +34,7 @@ SQLITE = Dialect(
     now_ms="CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     in_ids="{column} IN (SELECT value FROM json_each(?))",
     id_list=lambda ids: encode_json(ids).decode(),
+    children="tree JOIN sessions AS child ON child.parent_session_id = tree.session_id",
     blob_read_lock="",
     blob_write_lock="",
 )
