@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 
 from turnstore.errors import InvalidInput
@@ -173,6 +173,86 @@ def next_event_sequence(latest: int) -> int:
     if latest + 1 > I64_MAX:
         raise InvalidInput("event journal sequence overflow")
     return latest + 1
+
+
+StoredDeltas = Callable[[str], Iterable[tuple[str, int, int]]]
+"""A model step's deltas already journaled, as (phase, recorded_at_ms, delta_bytes) in order."""
+
+
+@dataclass(slots=True)
+class EventWrite:
+    """What journaling a batch of events writes, decided in memory before any of it is.
+
+    A batch that streams a step's deltas and completes the step never writes those deltas;
+    of its token counts only the last is written. The stored rows the batch makes redundant
+    are deleted before its rows are inserted, so the deletes touch stored rows only.
+    """
+
+    latest: int
+    """The session's latest event sequence after the batch."""
+    rows: list[tuple[int, PreparedEvent, list[StreamMetrics]]]
+    """The events to insert, in order, each with its sequence and stream metrics."""
+    journal: list[JournalEvent]
+    """The journal record of every event of the batch, transient ones included."""
+    compacted_steps: list[str]
+    """Model steps whose stored deltas the batch deletes."""
+    token_count_floor: int | None
+    """Stored token counts below this sequence are deleted (None: no token count came)."""
+
+
+def plan_event_write(latest: int, events: list[PreparedEvent], stored: StoredDeltas) -> EventWrite:
+    """Sequence a batch after `latest` and decide what it inserts and deletes.
+
+    The result is the one appending the events one at a time would leave; `stored` is asked
+    once per completed step whose stored deltas the batch has not already deleted.
+    """
+    kept: dict[int, tuple[PreparedEvent, list[StreamMetrics]]] = {}
+    step_deltas: dict[str, list[int]] = {}
+    token_counts: list[int] = []
+    compacted: set[str] = set()
+    to_delete: list[str] = []
+    floor: int | None = None
+    journal: list[JournalEvent] = []
+    for event in events:
+        latest = next_event_sequence(latest)
+        index = event.index
+        step = index.model_step_id
+        metrics: list[StreamMetrics] = []
+        earlier: list[tuple[str, int, int]] = []
+        if index.kind == "model_step_completed" and step is not None:
+            if step not in compacted:
+                earlier = list(stored(step))
+            mine = [_delta(kept[sequence][0]) for sequence in step_deltas.get(step, ())]
+            metrics = stream_metrics([*earlier, *mine])
+        if not event.transient:
+            kept[latest] = (event, metrics)
+            if index.kind in STREAM_DELTA_KINDS and step is not None:
+                step_deltas.setdefault(step, []).append(latest)
+            elif index.kind == "token_count":
+                token_counts.append(latest)
+        if event.compacts_step_deltas and step is not None:
+            for sequence in step_deltas.pop(step, ()):
+                del kept[sequence]
+            if step not in compacted:
+                compacted.add(step)
+                if earlier:
+                    to_delete.append(step)
+        elif event.supersedes_token_count:
+            for sequence in token_counts:
+                if sequence < latest:
+                    del kept[sequence]
+            token_counts = [sequence for sequence in token_counts if sequence >= latest]
+            floor = latest
+        journal.append(event.journal_event(latest, metrics))
+    rows = [(sequence, event, metrics) for sequence, (event, metrics) in kept.items()]
+    return EventWrite(latest, rows, journal, to_delete, floor)
+
+
+def _delta(event: PreparedEvent) -> tuple[str, int, int]:
+    """A delta event's (phase, recorded_at_ms, delta_bytes), as the journal stores them."""
+    # `event_index` gives every delta kind a phase and a length.
+    index = event.index
+    return (index.stream_phase or "", event.recorded_at_ms, index.delta_bytes or 0)
 
 
 TurnPageSteps = Generator[EventPageRequest, EventPage, EventPage]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from turnstore.backends.sql.engine import Query, Statements, Tx, select
@@ -20,8 +21,7 @@ from turnstore.records.protocol import Event
 from turnstore.rules.events import (
     STREAM_DELTA_KINDS,
     PreparedEvent,
-    next_event_sequence,
-    stream_metrics,
+    plan_event_write,
 )
 from turnstore.rules.pages import JournalQuery, split_page
 from turnstore.rules.validation import validate_execution_record
@@ -39,6 +39,7 @@ class EventRow(NamedTuple):
 class DeltaRow(NamedTuple):
     """The timing of one streamed delta of a model step."""
 
+    model_step_id: str
     sequence: int
     stream_phase: str
     recorded_at_ms: int
@@ -101,7 +102,7 @@ class JournalSql(Statements):
     # primary-key order than sort one step's deltas.
     step_deltas = select(
         DeltaRow,
-        "FROM event_journal WHERE session_id = ? AND model_step_id = ?"
+        "FROM event_journal WHERE session_id = ? AND {ids:model_step_id}"
         f" AND event_kind IN {_DELTA_KINDS}",
     )
     insert_event = (
@@ -151,50 +152,79 @@ def append_event(tx: Tx, session_id: str, event: PreparedEvent) -> JournalEvent:
     latest = tx.value(tx.sql(JournalSql).lock_latest_event, (session_id,))
     if latest is None:
         raise SessionNotFound("event journal session does not exist", session_id=session_id)
-    return store_events(tx, session_id, latest, [event])[0]
+    return store_events(tx, session_id, latest, [event], send_step_deltas(tx, session_id, [event]))[
+        0
+    ]
+
+
+StepDeltas = Callable[[], dict[str, list[tuple[str, int, int]]]]
+"""Reads the stored deltas of a batch's completed steps: (phase, recorded_at_ms, bytes) by step."""
+
+
+def send_step_deltas(tx: Tx, session_id: str, events: list[PreparedEvent]) -> StepDeltas:
+    """Send the one read of the stored deltas of every model step `events` complete.
+
+    Sent with the session's row lock, it shares that read's round trip on PostgreSQL.
+    """
+    steps = sorted(
+        {
+            event.index.model_step_id
+            for event in events
+            if event.index.kind == "model_step_completed" and event.index.model_step_id
+        }
+    )
+    if not steps:
+        return dict
+    read = tx.later(tx.sql(JournalSql).step_deltas, (session_id, tx.dialect.id_list(steps)))
+
+    def deltas() -> dict[str, list[tuple[str, int, int]]]:
+        found: dict[str, list[tuple[str, int, int]]] = {}
+        for row in sorted(read()):
+            found.setdefault(row.model_step_id, []).append(
+                (row.stream_phase, row.recorded_at_ms, row.delta_bytes)
+            )
+        return found
+
+    return deltas
 
 
 def store_events(
-    tx: Tx, session_id: str, latest: int, events: list[PreparedEvent]
+    tx: Tx, session_id: str, latest: int, events: list[PreparedEvent], deltas: StepDeltas
 ) -> list[JournalEvent]:
-    """Journal events after sequence `latest`, compacting as each one says."""
-    stored = []
-    for event in events:
-        latest = next_event_sequence(latest)
-        stored.append(_store_event(tx, session_id, latest, event))
-    if events:
-        tx.run(tx.sql(JournalSql).set_latest_event, (latest, session_id))
-        tx.wrote_events(session_id)
-    return stored
+    """Journal events after sequence `latest`, compacting as each one says.
 
-
-def _store_event(tx: Tx, session_id: str, sequence: int, event: PreparedEvent) -> JournalEvent:
+    `deltas` reads what `send_step_deltas` sent for these events, under the session's lock.
+    """
+    if not events:
+        return []
     sql = tx.sql(JournalSql)
-    index = event.index
-    metrics: list[StreamMetrics] = []
-    if index.kind == "model_step_completed" and index.model_step_id is not None:
-        deltas = sorted(tx.rows(sql.step_deltas, (session_id, index.model_step_id)))
-        metrics = stream_metrics((d.stream_phase, d.recorded_at_ms, d.delta_bytes) for d in deltas)
-    if not event.transient:
-        tx.run(
+    stored = deltas()
+    write = plan_event_write(latest, events, lambda step: stored.get(step, ()))
+    for step in write.compacted_steps:
+        tx.run(sql.delete_step_deltas, (session_id, step))
+    if write.token_count_floor is not None:
+        tx.run(sql.delete_older_token_counts, (session_id, write.token_count_floor))
+    if write.rows:
+        tx.many(
             sql.insert_event,
-            (
-                session_id,
-                sequence,
-                event.recorded_at_ms,
-                index.kind,
-                index.model_step_id,
-                index.stream_phase,
-                index.delta_bytes,
-                event.event_json.decode(),
-                encode_json(metrics).decode(),
-            ),
+            [
+                (
+                    session_id,
+                    sequence,
+                    event.recorded_at_ms,
+                    event.index.kind,
+                    event.index.model_step_id,
+                    event.index.stream_phase,
+                    event.index.delta_bytes,
+                    event.event_json.decode(),
+                    encode_json(metrics).decode() if metrics else "[]",
+                )
+                for sequence, event, metrics in write.rows
+            ],
         )
-    if event.compacts_step_deltas:
-        tx.run(sql.delete_step_deltas, (session_id, index.model_step_id))
-    elif event.supersedes_token_count:
-        tx.run(sql.delete_older_token_counts, (session_id, sequence))
-    return event.journal_event(sequence, metrics)
+    tx.run(sql.set_latest_event, (write.latest, session_id))
+    tx.wrote_events(session_id)
+    return write.journal
 
 
 def _journal_event(session_id: str, row: EventRow) -> JournalEvent:
