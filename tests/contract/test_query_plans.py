@@ -686,9 +686,9 @@ PLAN_CASES = [
     # columns read; the statement has no ORDER BY (the caller sorts the one step's rows).
     _case(
         "step-deltas",
-        "A completed model step reads its deltas through event_journal_step_idx, not the session.",
+        "A save's completed model steps read their deltas through event_journal_step_idx.",
         "journals.step_deltas",
-        lambda plans: (BIG, FAILED_STEP),
+        lambda plans: (BIG, id_list(plans.backend, [FAILED_STEP, "step-1"])),
         "event_journal",
         "event_journal_step_idx",
         STEP,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
@@ -14,7 +15,7 @@ from urllib.parse import parse_qsl, quote, unquote, unquote_plus, urlencode, url
 import psycopg
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.pq import Conninfo
+from psycopg.pq import Conninfo, TransactionStatus
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from turnstore.backends.postgres.notify import PostgresWatch
@@ -57,7 +58,36 @@ POSTGRES = Dialect(
     blob_read_lock=f"SELECT pg_advisory_xact_lock_shared({_BLOB_LOCK_KEY})",
     blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
     server_cursors=True,
+    # Pipeline mode needs libpq 14 or newer (psycopg's binary wheels bundle one).
+    pipelined=psycopg.Pipeline.is_supported(),
 )
+
+
+_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+"""How a read transaction begins: one snapshot for all its statements."""
+
+
+def _pipelined(connection: psycopg.Connection[Any], begin: str, work: Callable[[], T]) -> T:
+    """Run `work` in one transaction in pipeline mode, begun with `begin`, and commit.
+
+    BEGIN, every statement whose rows are not read, and COMMIT are sent without waiting, so
+    a save waits for the server only where it reads rows and at the commit. BEGIN and COMMIT
+    are sent as statements: psycopg's transaction blocks sync the pipeline at both ends.
+    A statement that fails raises at the next read or at the commit, the transaction
+    aborted; whatever fails, the connection goes back to the pool outside any transaction.
+    """
+    try:
+        with connection.pipeline() if POSTGRES.pipelined else contextlib.nullcontext():
+            connection.execute(begin)
+            result = work()
+            connection.execute("COMMIT")
+    except BaseException:
+        if connection.info.transaction_status != TransactionStatus.IDLE and not connection.closed:
+            with contextlib.suppress(psycopg.Error):
+                connection.execute("ROLLBACK")
+        raise
+    return result
+
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _RETRIES = 5
@@ -384,11 +414,8 @@ class PostgresEngine:
 
         def transaction() -> T:
             with self._pool.connection() as connection:
-                connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                try:
-                    return work(Tx(connection, POSTGRES))
-                finally:
-                    connection.execute("COMMIT")
+                tx = Tx(connection, POSTGRES)
+                return _pipelined(connection, _READ, lambda: work(tx))
 
         return translated(self.options, transaction)
 
@@ -404,11 +431,11 @@ class PostgresEngine:
 
     def _write_now(self, work: Callable[[Tx], T]) -> T:
         def transaction() -> T:
-            with self._pool.connection() as connection, connection.transaction():
+            with self._pool.connection() as connection:
                 tx = Tx(connection, POSTGRES)
-                result = work(tx)
-            # Past the `with`: COMMIT returned. The notification goes out from another
-            # connection (see `notify`), never inside the transaction.
+                result = _pipelined(connection, "BEGIN", lambda: work(tx))
+            # COMMIT returned. The notification goes out from another connection (see
+            # `notify`), never inside the transaction.
             if tx.event_sessions:
                 self._watch.committed(tx.event_sessions)
             return result

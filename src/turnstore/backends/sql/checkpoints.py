@@ -118,11 +118,14 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
     `origin` is the engine running the save: a context it marked is trusted to match.
     """
     sql = tx.sql(CheckpointSql)
-    locked = tx.row(sql.lock_session, (save.session_id,))
+    locking = tx.later(sql.lock_session, (save.session_id,))
+    # Sent behind the lock, so read under it, in the same round trip.
+    deltas = journals.send_step_deltas(tx, save.session_id, save.events)
+    locked = next(iter(locking()), None)
     if locked is None:
         plan = plan_context_write(None, save.context_epoch, save.context)
         if sessions.insert(tx, save, plan):
-            return _append(tx, save, plan, 0)
+            return _append(tx, save, plan, 0, deltas)
         # Another writer created the session after our lookup; continue as an update under
         # its row lock.
         locked = tx.row(sql.lock_session, (save.session_id,))
@@ -130,8 +133,10 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
             raise StorageError(
                 "the session was created and deleted during this save", retryable=True
             )
+        # The first read ran before that writer's commit: read again, under the lock.
+        deltas = journals.send_step_deltas(tx, save.session_id, save.events)
     plan = _advance(tx, save, locked, origin)
-    return _append(tx, save, plan, locked.latest_event_sequence)
+    return _append(tx, save, plan, locked.latest_event_sequence, deltas)
 
 
 def _held(save: PreparedSave, locked: LockedSession, origin: object) -> int | None:
@@ -191,7 +196,7 @@ def _advance(tx: Tx, save: PreparedSave, locked: LockedSession, origin: object) 
 
 
 def _append(
-    tx: Tx, save: PreparedSave, plan: ContextWrite, latest_event: int
+    tx: Tx, save: PreparedSave, plan: ContextWrite, latest_event: int, deltas: journals.StepDeltas
 ) -> list[JournalEvent]:
     """Write what a save appends: context chunk, transcript batch, execution, events."""
     insert_items(tx, save, plan)
@@ -199,7 +204,7 @@ def _append(
         started_at_ms, record_json = save.execution
         params = (save.session_id, save.sequence, record_json, started_at_ms)
         tx.run(tx.sql(CheckpointSql).insert_execution, params)
-    return journals.store_events(tx, save.session_id, latest_event, save.events)
+    return journals.store_events(tx, save.session_id, latest_event, save.events, deltas)
 
 
 def insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:

@@ -97,7 +97,10 @@ class Dialect:
     blob_write_lock: str
     """Statement garbage collection runs to exclude commits while it decides what to delete."""
     server_cursors: bool = False
-    """Whether `Tx.stream` needs a named server-side cursor to keep rows off the client."""
+    """Whether `Tx.stream` reads through a cursor declared on the server (rows stay there)."""
+    pipelined: bool = False
+    """Whether write transactions run in pipeline mode: statements are sent without waiting,
+    and only a read of rows (or the commit) waits for the server."""
     _tables: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     def format(self, template: str) -> str:
@@ -186,6 +189,18 @@ class Tx:
         """Run a query and return all its rows, named."""
         return [query.make(found) for found in self._connection.execute(query.sql, params)]
 
+    def later(self, query: Query[R], params: Sequence[Any] = ()) -> Callable[[], list[R]]:
+        """Send a query now; the returned call reads its rows, named.
+
+        In pipeline mode the queries sent before a read share that read's round trip. Without
+        it the rows are read at once, before any later statement can change them.
+        """
+        cursor = self._connection.execute(query.sql, params)
+        if not self.dialect.pipelined:
+            rows = [query.make(found) for found in cursor.fetchall()]
+            return lambda: rows
+        return lambda: [query.make(found) for found in cursor.fetchall()]
+
     def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run a one-column query and return its first value, or None when no row came back.
 
@@ -210,16 +225,26 @@ class Tx:
         flat however big a session is.
         """
         if self.dialect.server_cursors:
-            cursor = self._connection.cursor(name=f"turnstore_stream_{next(_CURSOR_NUMBERS)}")
-            cursor.itersize = size
-        else:
-            cursor = self._connection.cursor()
+            yield from self._declared(sql, params, size)
+            return
+        cursor = self._connection.cursor()
         try:
             cursor.execute(sql, params)
             while rows := cursor.fetchmany(size):
                 yield from rows
         finally:
             cursor.close()
+
+    def _declared(self, sql: str, params: Sequence[Any], size: int) -> Iterator[Any]:
+        # A cursor declared in SQL rather than the driver's named cursor: its statements run
+        # in pipeline mode too (a pipelined write may stream what it compares). One left
+        # unread closes with its transaction; closing it later could reach a connection
+        # already back in the pool.
+        name = f"turnstore_stream_{next(_CURSOR_NUMBERS)}"
+        self._connection.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {sql}", params)
+        while rows := self._connection.execute(f"FETCH {size} FROM {name}").fetchall():
+            yield from rows
+        self._connection.execute(f"CLOSE {name}")
 
     def many(self, sql: str, params: Iterable[Sequence[Any]]) -> None:
         """Run a statement that returns no rows once per parameter tuple, in one call."""
