@@ -43,7 +43,7 @@ from bench.peers import (
     TurnstorePeer,
     close_all,
 )
-from bench.postgres import DEFAULT_URL, ScratchDatabase, unavailable
+from bench.postgres import DEFAULT_URL, ScratchDatabase, commit_ceiling, unavailable
 from bench.workload import STATE_BYTES, make_turn, session_id
 
 SEED = 20_240_601
@@ -409,10 +409,15 @@ async def _postgres_concurrency(args: argparse.Namespace, places: Places) -> dic
         single.append(report.concurrency_row(row))
         spread = phases.pregenerate(SEED, f"pgn-{round_}", writers, per_writer)
         many.append(report.concurrency_row(await phases.async_writers(url, spread, meter)))
+    ceilings = [
+        commit_ceiling(places.database.url, writers, max(20, per_writer * 2))
+        for _ in range(PG_ROUNDS)
+    ]
     return {
         "writers": writers,
         "one_writer_turns_per_s": _median([r["turns_per_s"] for r in single]),
         "many_writers_turns_per_s": _median([r["turns_per_s"] for r in many]),
+        "server_commits_per_s": _median(ceilings),
         "rounds": {"one": single, "many": many},
     }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import threading
+import time
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -88,3 +90,42 @@ class ScratchDatabase:
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.name))
         )
         self.admin.close()
+
+
+def commit_ceiling(url: str, clients: int, commits: int) -> float:
+    """Commits per second of `clients` plain connections, each inserting one row per commit.
+
+    What the server and its disk commit with that many clients and no library at all: the
+    ceiling a store's concurrent writers are compared with, measured in the same run.
+    """
+    import psycopg
+
+    table = f"ceiling_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE TABLE {table} (client INTEGER, n INTEGER, body TEXT)")
+        try:
+            connections = [psycopg.connect(url, autocommit=True) for _ in range(clients)]
+            barrier = threading.Barrier(clients + 1)
+
+            def client(index: int) -> None:
+                connection = connections[index]
+                barrier.wait()
+                for n in range(commits):
+                    with connection.transaction():
+                        connection.execute(
+                            f"INSERT INTO {table} VALUES (%s, %s, %s)", (index, n, "x" * 100)
+                        )
+
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+            for thread in threads:
+                thread.start()
+            barrier.wait()
+            started = time.perf_counter()
+            for thread in threads:
+                thread.join()
+            seconds = time.perf_counter() - started
+            for connection in connections:
+                connection.close()
+        finally:
+            admin.execute(f"DROP TABLE {table}")
+    return clients * commits / seconds

@@ -1,45 +1,55 @@
 """A sequential save loop to profile with py-spy (`--threads --idle`, `-m bench.profile_save`).
 
-20 sessions x 150 turns of the agent-loop workload's shape (four items of ~3 KB per turn plus
-~500 B of loop state), saved one at a time on the blocking store, into a fresh temporary file.
+20 sessions x 150 turns of the agent-loop workload (four items of ~3 KB per turn plus ~500 B
+of loop state), saved one at a time on the blocking store, into a fresh temporary file
+or, with `--url`, a PostgreSQL schema. `--events` journals each turn's events and execution
+record in the same save, as the benchmark's `turnstore+events` rows do.
+
+    py-spy record --threads --idle -o save.svg -- python -m bench.profile_save --events
 """
 
 from __future__ import annotations
 
-import random
-import string
+import argparse
 import tempfile
+import time
+import uuid
 from pathlib import Path
 
 import turnstore
-from turnstore import (
-    Checkpoint,
-)
+from bench.turn_events import TurnEvents
+from bench.workload import make_turn
+from turnstore import Checkpoint
 
 
-def _text(rng: random.Random, size: int) -> str:
-    return "".join(rng.choices(string.ascii_letters + " ", k=size))
-
-
-def main(sessions: int = 20, turns: int = 150) -> None:
+def main(url: str | None, events: bool, sessions: int = 20, turns: int = 150) -> None:
     """Save `sessions` x `turns` growing checkpoints one after another."""
-    rng = random.Random(1)
-    folder = tempfile.mkdtemp(prefix="turnstore-profile-")
-    with turnstore.open_blocking(Path(folder) / "profile.sqlite3") as store:
+    if url is None:
+        url = str(Path(tempfile.mkdtemp(prefix="turnstore-profile-")) / "profile.sqlite3")
+    else:
+        url += f"{'&' if '?' in url else '?'}schema=profile_{uuid.uuid4().hex[:8]}"
+    with turnstore.open_blocking(url) as store:
         checkpoints = [Checkpoint.empty(f"s{index}") for index in range(sessions)]
-        for _ in range(turns):
+        started = time.perf_counter()
+        for index in range(turns):
             for checkpoint in checkpoints:
-                items = [
-                    {"type": "message", "role": "user", "content": _text(rng, 1000)},
-                    {"type": "function_call", "call_id": "c", "arguments": _text(rng, 450)},
-                    {"type": "function_call_output", "call_id": "c", "output": _text(rng, 450)},
-                    {"type": "message", "role": "assistant", "content": _text(rng, 1000)},
-                ]
+                turn = make_turn(1, checkpoint.session_id, index)
                 checkpoint.sequence += 1
-                checkpoint.context.extend(items)
-                checkpoint.metadata["loop"] = _text(rng, 500)
-                store.save(checkpoint, items)
+                checkpoint.context.extend(turn.items)
+                checkpoint.metadata["loop"] = turn.state
+                if events:
+                    journal, execution = TurnEvents(checkpoint, turn).build()
+                    store.save_with_events(checkpoint, turn.items, execution, journal)
+                else:
+                    store.save(checkpoint, turn.items)
+        seconds = time.perf_counter() - started
+    print(f"{sessions * turns / seconds:,.0f} saves/s ({url.split('?')[0]})")
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="a PostgreSQL URL (default: a temporary SQLite file)")
+    parser.add_argument("--events", action="store_true", help="journal each turn's events too")
+    parser.add_argument("--turns", type=int, default=150)
+    args = parser.parse_args()
+    main(args.url, args.events, turns=args.turns)

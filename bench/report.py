@@ -103,6 +103,7 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every target of the issue, judged on this run's numbers."""
     return [
         *_sequential_targets(doc),
+        *_second_round_targets(doc),
         *_concurrency_targets(doc),
         *_scaling_targets(doc),
         *_memory_targets(doc),
@@ -141,6 +142,35 @@ def _sequential_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+SECOND_ROUND = (
+    # (ours, theirs, op, required, measure): the performance issue's second round.
+    ("turnstore+events", "turnstore", ">=", 0.8, "turns_per_s"),
+    ("turnstore+events", "agents-sqlitesession", ">=", 1.5, "turns_per_s"),
+    ("turnstore", "sqlite3-plain", ">=", 0.9, "turns_per_s"),
+    ("turnstore", "sqlite3-plain", "<=", 1.3, "bytes_written_per_turn"),
+    ("turnstore-pg+events", "turnstore-pg", ">=", 0.7, "turns_per_s"),
+)
+
+
+def _second_round_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for ours, theirs, op, required, measure in SECOND_ROUND:
+        top = _get(doc, "throughput", ours, measure)
+        bottom = _get(doc, "throughput", theirs, measure)
+        show = _bytes if measure == "bytes_written_per_turn" else _num
+        unit = "/turn written" if measure == "bytes_written_per_turn" else " turns/s"
+        out.append(
+            _target(
+                f"sequential {measure.replace('_', ' ')}: {ours} / {theirs}",
+                _ratio(top, bottom),
+                op,
+                required,
+                f"{show(top)} vs {show(bottom)}{unit}",
+            )
+        )
+    return out
+
+
 def _concurrency_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     modes = _get(doc, "concurrency", "sqlite", "modes") or {}
@@ -167,6 +197,17 @@ def _concurrency_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 ">=",
                 3.0,
                 f"{_num(many)} vs {_num(one)} turns/s",
+            )
+        )
+        ceiling = pg.get("server_commits_per_s")
+        out.append(
+            _target(
+                f"PostgreSQL: {pg['writers']} concurrent writers / {pg['writers']} plain clients'"
+                " one-row commits",
+                _ratio(many, ceiling),
+                ">=",
+                0.5,
+                f"{_num(many)} turns/s vs {_num(ceiling)} commits/s",
             )
         )
     return out

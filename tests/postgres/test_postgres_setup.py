@@ -274,12 +274,15 @@ def test_libpq_options_with_spaces_reach_the_server(store_url):
 def test_connections_compile_no_jit_unless_the_url_asks(store_url, options, expected):
     """The store's connections set `jit=off`; a URL's own `-c jit=on` comes after and wins."""
     url = store_url if options is None else with_params(store_url, options=options)
-    with turnstore.open_blocking(url) as store:
-        with store._driver.engine.pool.connection() as connection:
-            (setting,) = connection.execute("SHOW jit").fetchone()
-            (path,) = connection.execute("SHOW search_path").fetchone()
+    with (
+        turnstore.open_blocking(url) as store,
+        store._driver.engine.pool.connection() as connection,
+    ):
+        (setting,) = connection.execute("SHOW jit").fetchone()
+        (path,) = connection.execute("SHOW search_path").fetchone()
+        schema = store._driver.engine.options.schema
     assert setting == expected
-    assert path == store._driver.engine.options.schema
+    assert path == schema
 
 
 @pytest.mark.parametrize(
