@@ -25,6 +25,7 @@ from turnstore.rules.context import (
     first_difference,
     plan_context_write,
 )
+from turnstore.rules.events import EventWrite
 from turnstore.rules.saves import PreparedFork, PreparedSave
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
 
@@ -124,8 +125,9 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
     locked = next(iter(locking()), None)
     if locked is None:
         plan = plan_context_write(None, save.context_epoch, save.context)
-        if sessions.insert(tx, save, plan):
-            return _append(tx, save, plan, 0, deltas)
+        events = journals.plan_events(0, save.events, deltas)
+        if sessions.insert(tx, save, plan, latest_event=_latest(events, 0)):
+            return _append(tx, save, plan, events)
         # Another writer created the session after our lookup; continue as an update under
         # its row lock.
         locked = tx.row(sql.lock_session, (save.session_id,))
@@ -135,8 +137,15 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
             )
         # The first read ran before that writer's commit: read again, under the lock.
         deltas = journals.send_step_deltas(tx, save.session_id, save.events)
-    plan = _advance(tx, save, locked, origin)
-    return _append(tx, save, plan, locked.latest_event_sequence, deltas)
+    latest = locked.latest_event_sequence
+    events = journals.plan_events(latest, save.events, deltas)
+    plan = _advance(tx, save, locked, origin, _latest(events, latest))
+    return _append(tx, save, plan, events)
+
+
+def _latest(events: EventWrite | None, latest: int) -> int:
+    """The event sequence a save leaves its session at."""
+    return latest if events is None else events.latest
 
 
 def _held(save: PreparedSave, locked: LockedSession, origin: object) -> int | None:
@@ -174,7 +183,9 @@ def _verifier(tx: Tx, session_id: str, context: list[Any]) -> Callable[[int], in
     return verify
 
 
-def _advance(tx: Tx, save: PreparedSave, locked: LockedSession, origin: object) -> ContextWrite:
+def _advance(
+    tx: Tx, save: PreparedSave, locked: LockedSession, origin: object, latest_event: int
+) -> ContextWrite:
     """Move an existing session row to a save, rewriting its context chunks on a new epoch."""
     if save.sequence <= locked.latest_sequence:
         raise SequenceConflict(
@@ -187,7 +198,7 @@ def _advance(tx: Tx, save: PreparedSave, locked: LockedSession, origin: object) 
     verify = _verifier(tx, save.session_id, save.context)
     edited = _held(save, locked, origin)
     plan = plan_context_write(stored, save.context_epoch, save.context, edited, verify)
-    sessions.update(tx, save, plan)
+    sessions.update(tx, save, plan, latest_event)
     if plan.reset:
         sql = tx.sql(CheckpointSql)
         tx.run(sql.materialize_transcript, (save.session_id,))
@@ -196,7 +207,7 @@ def _advance(tx: Tx, save: PreparedSave, locked: LockedSession, origin: object) 
 
 
 def _append(
-    tx: Tx, save: PreparedSave, plan: ContextWrite, latest_event: int, deltas: journals.StepDeltas
+    tx: Tx, save: PreparedSave, plan: ContextWrite, events: EventWrite | None
 ) -> list[JournalEvent]:
     """Write what a save appends: context chunk, transcript batch, execution, events."""
     insert_items(tx, save, plan)
@@ -204,7 +215,7 @@ def _append(
         started_at_ms, record_json = save.execution
         params = (save.session_id, save.sequence, record_json, started_at_ms)
         tx.run(tx.sql(CheckpointSql).insert_execution, params)
-    return journals.store_events(tx, save.session_id, latest_event, save.events, deltas)
+    return journals.write_events(tx, save.session_id, events)
 
 
 def insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:

@@ -20,6 +20,7 @@ from turnstore.records.checkpoint import (
 from turnstore.records.protocol import Event
 from turnstore.rules.events import (
     STREAM_DELTA_KINDS,
+    EventWrite,
     PreparedEvent,
     plan_event_write,
 )
@@ -188,18 +189,22 @@ def send_step_deltas(tx: Tx, session_id: str, events: list[PreparedEvent]) -> St
     return deltas
 
 
-def store_events(
-    tx: Tx, session_id: str, latest: int, events: list[PreparedEvent], deltas: StepDeltas
-) -> list[JournalEvent]:
-    """Journal events after sequence `latest`, compacting as each one says.
+def plan_events(latest: int, events: list[PreparedEvent], deltas: StepDeltas) -> EventWrite | None:
+    """Plan journaling `events` after sequence `latest`; None when there are none.
 
     `deltas` reads what `send_step_deltas` sent for these events, under the session's lock.
     """
     if not events:
+        return None
+    stored = deltas()
+    return plan_event_write(latest, events, lambda step: stored.get(step, ()))
+
+
+def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[JournalEvent]:
+    """Write a planned batch of events; the session row's latest sequence is the caller's."""
+    if write is None:
         return []
     sql = tx.sql(JournalSql)
-    stored = deltas()
-    write = plan_event_write(latest, events, lambda step: stored.get(step, ()))
     for step in write.compacted_steps:
         tx.run(sql.delete_step_deltas, (session_id, step))
     if write.token_count_floor is not None:
@@ -222,9 +227,20 @@ def store_events(
                 for sequence, event, metrics in write.rows
             ],
         )
-    tx.run(sql.set_latest_event, (write.latest, session_id))
     tx.wrote_events(session_id)
     return write.journal
+
+
+def store_events(
+    tx: Tx, session_id: str, latest: int, events: list[PreparedEvent], deltas: StepDeltas
+) -> list[JournalEvent]:
+    """Journal events after sequence `latest` and move the session row's latest sequence."""
+    write = plan_events(latest, events, deltas)
+    if write is None:
+        return []
+    journal = write_events(tx, session_id, write)
+    tx.run(tx.sql(JournalSql).set_latest_event, (write.latest, session_id))
+    return journal
 
 
 def _journal_event(session_id: str, row: EventRow) -> JournalEvent:

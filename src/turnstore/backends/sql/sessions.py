@@ -47,6 +47,7 @@ class SessionWrite(NamedTuple):
     execution_stats_json: str
     catalog_visible: bool
     first_user_message: str | None
+    latest_event_sequence: int
 
 
 class Branch(NamedTuple):
@@ -129,8 +130,12 @@ class SessionSql(Statements):
     owner_narrow_next_page = _narrow(f" WHERE owner_id = ? AND {_AFTER}")
 
 
-def session_write(save: PreparedSave, plan: ContextWrite) -> SessionWrite:
-    """The session-row columns of a save whose context is written as `plan` says."""
+def session_write(save: PreparedSave, plan: ContextWrite, latest_event: int = 0) -> SessionWrite:
+    """The session-row columns of a save whose context is written as `plan` says.
+
+    `latest_event` is the event sequence the save leaves: its events are planned before the
+    row is written, so one UPDATE moves both the checkpoint and the journal.
+    """
     return SessionWrite(
         latest_sequence=save.sequence,
         checkpoint_state_json=save.state_json,
@@ -142,6 +147,7 @@ def session_write(save: PreparedSave, plan: ContextWrite) -> SessionWrite:
         execution_stats_json=save.execution_stats_json,
         catalog_visible=save.catalog_visible,
         first_user_message=save.first_user_message,
+        latest_event_sequence=latest_event,
     )
 
 
@@ -149,15 +155,18 @@ ROOT = Branch()
 """A session that branches from nothing."""
 
 
-def insert(tx: Tx, save: PreparedSave, plan: ContextWrite, branch: Branch = ROOT) -> bool:
+def insert(
+    tx: Tx, save: PreparedSave, plan: ContextWrite, branch: Branch = ROOT, latest_event: int = 0
+) -> bool:
     """Insert a session row; False, inserting nothing, if the id is taken."""
-    params = (*session_write(save, plan), save.session_id, *branch)
+    params = (*session_write(save, plan, latest_event), save.session_id, *branch)
     return tx.value(tx.sql(SessionSql).insert, params) is not None
 
 
-def update(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
-    """Advance a session row to a save."""
-    tx.run(tx.sql(SessionSql).update, (*session_write(save, plan), save.session_id))
+def update(tx: Tx, save: PreparedSave, plan: ContextWrite, latest_event: int) -> None:
+    """Advance a session row to a save that leaves its event journal at `latest_event`."""
+    params = (*session_write(save, plan, latest_event), save.session_id)
+    tx.run(tx.sql(SessionSql).update, params)
 
 
 def lock(tx: Tx, session_id: str) -> bool:
