@@ -1,9 +1,10 @@
 """A sequential save loop to profile with py-spy (`--threads --idle`, `-m bench.profile_save`).
 
 20 sessions x 150 turns of the agent-loop workload (four items of ~3 KB per turn plus ~500 B
-of loop state), saved one at a time on the blocking store, into a fresh temporary file
-or, with `--url`, a PostgreSQL schema. `--events` journals each turn's events and execution
-record in the same save, as the benchmark's `turnstore+events` rows do.
+of loop state), saved one at a time on the blocking store, into a fresh temporary file or,
+with `--url`, a scratch PostgreSQL database dropped at the end. `--events` journals each
+turn's events and execution record in the same save, as the benchmark's `turnstore+events`
+rows do.
 
     py-spy record --threads --idle -o save.svg -- python -m bench.profile_save --events
 """
@@ -13,10 +14,10 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import turnstore
+from bench.postgres import ScratchDatabase
 from bench.turn_events import TurnEvents
 from bench.workload import make_turn
 from turnstore import Checkpoint
@@ -25,9 +26,17 @@ from turnstore import Checkpoint
 def main(url: str | None, events: bool, sessions: int = 20, turns: int = 150) -> None:
     """Save `sessions` x `turns` growing checkpoints one after another."""
     if url is None:
-        url = str(Path(tempfile.mkdtemp(prefix="turnstore-profile-")) / "profile.sqlite3")
-    else:
-        url += f"{'&' if '?' in url else '?'}schema=profile_{uuid.uuid4().hex[:8]}"
+        path = Path(tempfile.mkdtemp(prefix="turnstore-profile-")) / "profile.sqlite3"
+        _run(str(path), events, sessions, turns)
+        return
+    database = ScratchDatabase(url)
+    try:
+        _run(database.turnstore_url(database.schema("profile")), events, sessions, turns)
+    finally:
+        database.drop()
+
+
+def _run(url: str, events: bool, sessions: int, turns: int) -> None:
     with turnstore.open_blocking(url) as store:
         checkpoints = [Checkpoint.empty(f"s{index}") for index in range(sessions)]
         started = time.perf_counter()

@@ -182,7 +182,8 @@ def _concurrency_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{summary['writers']} concurrent sessions ({mode}) / disk ceiling",
                 summary["vs_ceiling"],
                 ">=",
-                3.0,
+                # The second round's figure; the first round asked 3x, out of reach on 2 cores.
+                2.0,
                 f"{_num(summary['turns_per_s'])} turns/s vs"
                 f" {_num(summary['ceiling_commits_per_s'])} commits/s",
             )
