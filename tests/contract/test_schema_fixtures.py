@@ -1,8 +1,9 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
-The fixtures in `tests/fixtures/` were written by the builds before schema 3 and before
-schema 4 (how: see `tests/fixtures/make_schema_v2.py`, run by each): a SQLite file and a
-PostgreSQL schema dumped as SQL per version. Every test runs on both.
+The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4 and 5 (how:
+see `tests/fixtures/make_schema_v2.py`, run by the first two, and `make_schema_v4.py`, which
+adds a model step left streaming): a SQLite file and a PostgreSQL schema dumped as SQL per
+version. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
 
@@ -15,17 +16,20 @@ import pytest
 import turnstore
 from conftest import restore_fixture
 from turnstore import (
+    Event,
     EventPageRequest,
     ExecutionPageRequest,
     SessionPageRequest,
+    TimestampedEvent,
     TranscriptPageRequest,
 )
 from turnstore.backends.postgres import schema as postgres_schema
 from turnstore.backends.sqlite import schema as sqlite_schema
-from turnstore.records import AttachmentIntent
+from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent
+from turnstore.records import AttachmentIntent, StreamMetrics
 
 
-@pytest.fixture(params=[2, 3], ids=["schema-2", "schema-3"])
+@pytest.fixture(params=[2, 3, 4], ids=["schema-2", "schema-3", "schema-4"])
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
     return int(request.param)
@@ -78,15 +82,21 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert fork is not None
         assert list(fork.context) == list(chat.context[:4])
         sessions = store.list_sessions_page(SessionPageRequest(limit=10)).sessions
-        assert sorted(summary.session_id for summary in sessions) == ["chat", "chat-fork", "rt"]
+        streaming = ["stream"] if fixture_version >= 4 else []
+        assert sorted(summary.session_id for summary in sessions) == [
+            "chat",
+            "chat-fork",
+            "rt",
+            *streaming,
+        ]
         assert store.load_state("global", "k") == {"v": [1, 2, 3]}
         rt = store.runtime("rt")
         head = rt.load_session()
         assert head is not None
         assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
         assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 4
-    assert len(postgres_schema.MIGRATIONS) == 4
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 5
+    assert len(postgres_schema.MIGRATIONS) == 5
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
@@ -112,3 +122,54 @@ def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
         )
         with pytest.raises(turnstore.InvalidInput):
             store.runtime("x").record_intent(intent)
+
+
+def _step_index_definition(backend_name: str, database: Any) -> str:
+    if backend_name == "sqlite":
+        query = "SELECT sql FROM sqlite_schema WHERE name = 'event_journal_step_idx'"
+    else:
+        query = "SELECT indexdef FROM pg_indexes WHERE indexname = 'event_journal_step_idx'"
+    ((definition,),) = database.query(query)
+    return str(definition)
+
+
+def test_a_step_left_streaming_before_schema_5_completes_from_its_stored_deltas(
+    backend_name, database, pg_schema, store_url
+):
+    """Schema 5 rebuilds the step index over the stored deltas; completing reads and drops them."""
+    restore_fixture(backend_name, database, pg_schema, 4)
+    assert "agent_message_content_delta" not in _step_index_definition(backend_name, database)
+    with turnstore.open_blocking(store_url) as store:
+        checkpoint = store.load("stream")
+        assert checkpoint is not None
+        checkpoint.sequence += 1
+        ids = {"session_id": "stream", "turn_id": "t1", "model_step_id": "t1-step-0"}
+        completed = ModelStepCompletedEvent(
+            **ids,
+            step_index=0,
+            started_at_ms=1_000,
+            completed_at_ms=1_100,
+            outcome=ModelStepCompleted(end_turn=True),
+        )
+        stamped = TimestampedEvent(recorded_at_ms=1_100, event=Event(msg=completed))
+        store.save_with_events(checkpoint, [], None, [stamped])
+        events = store.event_page("stream", EventPageRequest(limit=50)).events
+    assert [(event.sequence, type(event.event.msg).__name__) for event in events] == [
+        (5, "ModelStepCompletedEvent"),
+        (2, "ModelStepStartedEvent"),
+        (1, "TurnStartedEvent"),
+    ]
+    assert events[0].stream_metrics == [
+        StreamMetrics(
+            phase=phase,
+            first_delta_at_ms=at,
+            last_delta_at_ms=at,
+            chunk_count=1,
+            utf8_bytes=size,
+            longest_gap_ms=0,
+        )
+        for phase, at, size in (("reasoning", 1_020, 8), ("final_answer", 1_030, 5))
+    ]
+    definition = _step_index_definition(backend_name, database)
+    assert "agent_message_content_delta" in definition
+    assert "agent_reasoning_content_delta" in definition

@@ -231,6 +231,16 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx)
     );
     """,
+    # 5: the step index holds streamed deltas only, the one kind its two statements read:
+    # the other events of a model step (started, completed) no longer write an entry, and a
+    # step completed in the save that streamed it writes none at all.
+    """
+    DROP INDEX event_journal_step_idx;
+    CREATE INDEX event_journal_step_idx
+        ON event_journal(session_id, model_step_id, event_kind, sequence, stream_phase,
+                         recorded_at_ms, delta_bytes)
+        WHERE event_kind IN ('agent_message_content_delta', 'agent_reasoning_content_delta');
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -7,5 +7,6 @@ SCHEMA_STEPS: tuple[str, ...] = (
     "the runtime face: heads, graph nodes, turn commits, queued work, attachments, blobs",
     "attachment entries looked up by payload URI",
     "LangGraph checkpoints, channel values, list lineages and pending writes",
+    "the model-step index narrowed to streamed deltas, so other events write no entry in it",
 )
 """One line per migration: `SCHEMA_STEPS[n - 1]` describes what version `n` adds."""
