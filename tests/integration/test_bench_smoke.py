@@ -132,3 +132,19 @@ def test_targets_and_table(smoke: tuple[dict[str, Any], str]) -> None:
     assert doc["rss"]["peak_bytes"] >= doc["rss"]["start_bytes"] > 0
     assert doc["payload"]["raw_bytes"] > 0
     assert doc["config"]["smoke"] is True
+
+
+@pytest.mark.parametrize("events", [False, True], ids=["plain", "events"])
+def test_wal_pages_names_the_btrees_a_save_writes(events: bool) -> None:
+    """`bench.wal_pages` counts each counted save's pages and names the b-trees they belong to."""
+    flags = ["--events"] if events else []
+    command = [sys.executable, "-m", "bench.wal_pages", "--turns", "2", "--saves", "2", *flags]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=100, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, *rows = done.stdout.splitlines()
+    assert float(first.split()[0]) > 0, first
+    names = {row.split()[1] for row in rows}
+    assert {"sessions", "context_chunks"} <= names
+    assert ("event_journal" in names) is events
