@@ -134,7 +134,7 @@ class BlockingDriver(_Driver):
                     elif isinstance(step, Pause):
                         value = step.blocking()
                     else:
-                        value = self.engine.write(step.work).result()
+                        value = self.engine.write_blocking(step.work)
                 except BaseException as failed:
                     error = failed
         except StopIteration as done:

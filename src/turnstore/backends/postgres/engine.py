@@ -429,6 +429,10 @@ class PostgresEngine:
             # The writer pool shuts down in close(); a call that raced it sees a closed store.
             raise StoreClosed("the store is closed") from None
 
+    def write_blocking(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in its own transaction on a writer thread and wait for its COMMIT."""
+        return self.write(work).result()
+
     def _write_now(self, work: Callable[[Tx], T]) -> T:
         def transaction() -> T:
             with self._pool.connection() as connection:

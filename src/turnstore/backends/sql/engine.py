@@ -296,6 +296,9 @@ class Engine(Protocol):
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Run `work` in a write transaction; the future resolves after COMMIT."""
 
+    def write_blocking(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in a write transaction, in this thread where the backend can; after COMMIT."""
+
     def writer_stats(self) -> WriterStats:
         """Return write-path counters."""
 

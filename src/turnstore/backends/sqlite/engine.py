@@ -80,6 +80,13 @@ class SqliteEngine:
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Queue `work` for the writer's next group commit."""
+        return self._write(work, queued=True)
+
+    def write_blocking(self, work: Callable[[Tx], T]) -> T:
+        """Run `work` in this thread when no other write is pending, else in the group commit."""
+        return self._write(work, queued=False).result()
+
+    def _write(self, work: Callable[[Tx], T], *, queued: bool) -> Future[T]:
         if self._writer is None:
             raise ReadOnlyStore("the store was opened read-only")
         # The transaction of the job's last run: a job the group commit runs again after
@@ -91,8 +98,8 @@ class SqliteEngine:
             ran[:] = (tx,)
             return work(tx)
 
-        future = self._writer.submit(job)
-        # Done callbacks run as the writer resolves the future, after COMMIT returned.
+        future = self._writer.submit(job) if queued else self._writer.run(job)
+        # Done callbacks run as the future is resolved, after COMMIT returned.
         future.add_done_callback(lambda done: self._committed(done, ran))
         return future
 

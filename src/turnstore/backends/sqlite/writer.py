@@ -35,7 +35,8 @@ class GroupCommitWriter:
     the next transaction, so N concurrent writers share one fsync. Each write runs inside its
     own SAVEPOINT: a write that raises is rolled back alone and the others still commit. A
     future is resolved only after COMMIT has returned, so no caller hears of a write that is
-    not durable.
+    not durable. A caller that may block can `run` its write in its own thread when no other
+    write is pending, which spares the lone writer two thread switches per write.
     """
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
@@ -43,6 +44,10 @@ class GroupCommitWriter:
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
+        # Held by whichever thread runs a transaction: the writer thread, or a caller in `run`.
+        self._busy = threading.Lock()
+        self._pending = 0
+        self._connection: sqlite3.Connection | None = None
         self._transactions = 0
         self._writes = 0
         self._ready: Future[None] = Future()
@@ -58,7 +63,32 @@ class GroupCommitWriter:
         with self._lock:
             if self._closed:
                 raise StoreClosed("the store is closed")
+            self._pending += 1
             self._queue.put(job)
+        return job.future
+
+    def run(self, work: Callable[[sqlite3.Connection], T]) -> Future[T]:
+        """Run `work` in this thread if no other write is pending, else queue it as `submit`.
+
+        Its future is done when this returns, unless the write was queued. While any write is
+        pending the call queues, so concurrent writes still share one commit.
+        """
+        job = _Job(work)
+        with self._lock:
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            self._pending += 1
+            if self._pending > 1 or not self._busy.acquire(blocking=False):
+                self._queue.put(job)
+                return job.future
+        try:
+            assert self._connection is not None
+            job.future.set_running_or_notify_cancel()
+            self._commit_guarded(self._connection, [job])
+        finally:
+            with self._lock:
+                self._pending -= 1
+            self._busy.release()
         return job.future
 
     def stats(self) -> WriterStats:
@@ -80,18 +110,33 @@ class GroupCommitWriter:
         except BaseException as error:
             self._ready.set_exception(error)
             return
+        self._connection = connection
         self._ready.set_result(None)
         try:
             while (batch := self._next_batch()) is not None:
                 live = [job for job in batch if job.future.set_running_or_notify_cancel()]
-                try:
-                    self._commit(connection, live)
-                except sqlite3.Error as error:
-                    # The connection failed outside any one write (a SAVEPOINT or ROLLBACK
-                    # statement): fail what is unanswered and keep serving later writes.
-                    self._fail_unanswered(connection, live, storage_error(error))
+                with self._busy:
+                    self._commit_guarded(connection, live)
+                with self._lock:
+                    self._pending -= len(batch)
         finally:
-            connection_close(connection)
+            with self._busy:
+                connection_close(connection)
+
+    def _commit_guarded(self, connection: sqlite3.Connection, jobs: list[_Job]) -> None:
+        try:
+            self._commit(connection, jobs)
+        except sqlite3.Error as error:
+            # The connection failed outside any one write (a SAVEPOINT or ROLLBACK
+            # statement): fail what is unanswered and keep serving later writes.
+            self._fail_unanswered(connection, jobs, storage_error(error))
+        except BaseException:
+            # Interrupted in a caller's thread (KeyboardInterrupt in `run`): whatever did not
+            # commit is rolled back, so the next transaction begins on a clean connection.
+            with contextlib.suppress(sqlite3.Error):
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+            raise
 
     @staticmethod
     def _fail_unanswered(
