@@ -40,6 +40,7 @@ from bench.peers import (
     LangGraphPeer,
     Peer,
     StdlibSqlitePeer,
+    TurnstoreBlockingPeer,
     TurnstorePeer,
     close_all,
 )
@@ -105,6 +106,12 @@ def peer_specs() -> list[PeerSpec]:
         PeerSpec("turnstore", "sqlite", (), lambda p, t: _ts(p.sqlite_url(t, "ts"), False), True),
         PeerSpec(
             "turnstore+events", "sqlite", (), lambda p, t: _ts(p.sqlite_url(t, "tse"), True), True
+        ),
+        PeerSpec(
+            "turnstore-blocking",
+            "sqlite",
+            (),
+            lambda p, t: TurnstoreBlockingPeer(p.sqlite_url(t, "tsb"), events=False),
         ),
         PeerSpec(
             "langgraph-sqlite-graph",

@@ -148,6 +148,41 @@ class TurnstorePeer(Peer):
         await self.store.close()
 
 
+class TurnstoreBlockingPeer(TurnstorePeer):
+    """turnstore's blocking Store, called straight from the loop (nothing else runs meanwhile).
+
+    A lone blocking writer runs its transaction in its own thread; the async rows hand each
+    write to the writer thread and back.
+    """
+
+    def __init__(self, url: str, *, events: bool) -> None:
+        super().__init__(url, events=events)
+        self.name = f"{self.name}-blocking"
+        self.label = f"{self.label}, blocking"
+
+    async def setup(self) -> None:
+        self.blocking = turnstore.open_blocking(self.url)
+
+    async def save_turn(self, session: str, turn: Turn) -> None:
+        checkpoint = self.next_checkpoint(session, turn)
+        if not self.events:
+            self.blocking.save(checkpoint, turn.items)
+            return
+        events, execution = TurnEvents(checkpoint, turn).build()
+        self.blocking.save_with_events(checkpoint, turn.items, execution, events)
+
+    async def load_latest(self, session: str) -> int | None:
+        checkpoint = self.blocking.load(session)
+        return None if checkpoint is None else len(checkpoint.context)
+
+    async def catalog_page(self) -> int | None:
+        page = self.blocking.list_sessions_page(SessionPageRequest(limit=CATALOG_PAGE))
+        return len(page.sessions)
+
+    async def close(self) -> None:
+        self.blocking.close()
+
+
 # --- references without a library --------------------------------------------------------------
 
 
