@@ -7,28 +7,40 @@ interruption in the caller's thread (KeyboardInterrupt) leaves no transaction op
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from turnstore.backends.sqlite.writer import GroupCommitWriter
+from turnstore.errors import StoreClosed
 
 WRITER_THREAD = "turnstore-sqlite-writer"
 
 
 class _Interrupting(sqlite3.Connection):
-    """A connection whose next COMMIT is interrupted before it reaches SQLite."""
+    """A connection whose next COMMIT is interrupted just before or just after SQLite runs it."""
 
     interrupt_commit = False
+    interrupt_after_commit = False
+    fail_begin: BaseException | None = None
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        if sql == "BEGIN IMMEDIATE" and self.fail_begin is not None:
+            error, self.fail_begin = self.fail_begin, None
+            raise error
         if sql == "COMMIT" and self.interrupt_commit:
             self.interrupt_commit = False
             raise KeyboardInterrupt
-        return super().execute(sql, *args)
+        cursor = super().execute(sql, *args)
+        if sql == "COMMIT" and self.interrupt_after_commit:
+            self.interrupt_after_commit = False
+            raise KeyboardInterrupt
+        return cursor
 
 
 @pytest.fixture
@@ -82,10 +94,14 @@ def test_a_write_while_another_is_pending_joins_the_group_commit(writer):
     assert started.wait(10)
     queued = writer.run(_insert(2))
     assert not queued.done()
+    also_queued = writer.run(_insert(3))
     release.set()
     assert queued.result(timeout=10) == WRITER_THREAD
+    assert also_queued.result(timeout=10) == WRITER_THREAD
     assert first.result(timeout=10) is None
-    assert _values(writer) == [2]
+    # Nothing is pending any more: the next write runs here again.
+    assert writer.run(_insert(4)).result() == threading.current_thread().name
+    assert _values(writer) == [2, 3, 4]
 
 
 def test_an_interrupted_commit_in_the_callers_thread_leaves_no_transaction(writer):
@@ -124,3 +140,62 @@ def test_threads_writing_at_once_still_share_commits(writer):
     assert after.writes - before.writes == total
     assert after.transactions - before.transactions < total
     assert _values(writer) == list(range(total))
+
+
+def test_an_interrupt_after_commit_leaves_the_write_committed(writer):
+    """KeyboardInterrupt just after COMMIT: the call raises, the write stays, the next runs."""
+    connection = writer.run(lambda c: c).result()
+    connection.interrupt_after_commit = True
+    with pytest.raises(KeyboardInterrupt):
+        writer.run(_insert(6))
+    assert not connection.in_transaction
+    assert writer.run(_insert(7)).result() == threading.current_thread().name
+    assert _values(writer) == [6, 7]
+
+
+def test_an_error_no_write_raised_fails_the_batch_and_the_writer_serves_on(writer):
+    """An unexpected error outside any write (here at BEGIN) answers the batch's futures."""
+    connection = writer.run(lambda c: c).result()
+    connection.fail_begin = MemoryError("no memory for BEGIN")
+    failed = writer.submit(_insert(8))
+    with pytest.raises(MemoryError):
+        failed.result(timeout=10)
+    assert writer.submit(_insert(9)).result(timeout=10) == WRITER_THREAD
+    assert _values(writer) == [9]
+
+
+def test_close_waits_for_a_write_running_in_a_callers_thread(tmp_path: Path):
+    """close() from another thread lets a caller's own transaction commit, then closes."""
+    path = tmp_path / "close.sqlite3"
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        connection.execute("CREATE TABLE IF NOT EXISTS t (v INTEGER)")
+        return connection
+
+    writer = GroupCommitWriter(connect)
+    inside, close_called = threading.Event(), threading.Event()
+
+    def close_when_inside() -> None:
+        assert inside.wait(10)
+        close_called.set()
+        writer.close()
+
+    def slow(connection: sqlite3.Connection) -> bool:
+        connection.execute("INSERT INTO t VALUES (10)")
+        inside.set()
+        assert close_called.wait(10)
+        time.sleep(0.2)
+        # close() was called and is still waiting for this transaction to end.
+        return closer.is_alive()
+
+    closer = threading.Thread(target=close_when_inside)
+    closer.start()
+    future = writer.run(slow)
+    assert future.result() is True
+    closer.join(timeout=10)
+    assert not closer.is_alive()
+    with pytest.raises(StoreClosed):
+        writer.run(_insert(11))
+    with contextlib.closing(sqlite3.connect(path)) as check:
+        assert check.execute("SELECT v FROM t").fetchall() == [(10,)]

@@ -27,7 +27,7 @@ T = TypeVar("T")
 
 SQLITE = Dialect(
     placeholder="?",
-    # One writer thread serialises every write, so no row locks are needed.
+    # One write connection serialises every write, so no row locks are needed.
     lock="",
     key_share="",
     now="unixepoch()",

@@ -3,7 +3,7 @@
 SQLite has no notification between connections, so one thread per store (started by the first
 wait) reads the high-water marks of the sessions being waited on, and only those, every
 `POLL_INTERVAL_S`, waking a waiter whose session moved past its cursor. The store's own
-commits wake waiters directly from the writer, right after COMMIT.
+commits wake waiters directly from the committing thread, right after COMMIT.
 """
 
 from __future__ import annotations

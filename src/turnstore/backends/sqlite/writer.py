@@ -74,22 +74,28 @@ class GroupCommitWriter:
         pending the call queues, so concurrent writes still share one commit.
         """
         job = _Job(work)
-        with self._lock:
-            if self._closed:
-                raise StoreClosed("the store is closed")
-            self._pending += 1
-            if self._pending > 1 or not self._busy.acquire(blocking=False):
-                self._queue.put(job)
-                return job.future
+        owned = False
         try:
+            with self._lock:
+                if self._closed:
+                    raise StoreClosed("the store is closed")
+                if self._pending == 0:
+                    owned = self._busy.acquire(blocking=False)
+                self._pending += 1
+                if not owned:
+                    self._queue.put(job)
+                    return job.future
             assert self._connection is not None
             job.future.set_running_or_notify_cancel()
-            self._commit_guarded(self._connection, [job])
+            self._commit_guarded(self._connection, [job], caller=True)
+            return job.future
         finally:
-            with self._lock:
-                self._pending -= 1
-            self._busy.release()
-        return job.future
+            if owned:
+                # Released first: an interrupt in what follows can only leave `_pending` too
+                # high, which sends later calls through the queue, never a writer stuck.
+                self._busy.release()
+                with self._lock:
+                    self._pending -= 1
 
     def stats(self) -> WriterStats:
         """Return how many transactions committed and how many writes they carried."""
@@ -113,9 +119,12 @@ class GroupCommitWriter:
         self._connection = connection
         self._ready.set_result(None)
         try:
-            while (batch := self._next_batch()) is not None:
-                live = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            while (first := self._queue.get()) is not None:
                 with self._busy:
+                    # Gathered under the lock: writes queued while a caller's own
+                    # transaction ran join this batch.
+                    batch = self._batch_after(first)
+                    live = [job for job in batch if job.future.set_running_or_notify_cancel()]
                     self._commit_guarded(connection, live)
                 with self._lock:
                     self._pending -= len(batch)
@@ -123,20 +132,22 @@ class GroupCommitWriter:
             with self._busy:
                 connection_close(connection)
 
-    def _commit_guarded(self, connection: sqlite3.Connection, jobs: list[_Job]) -> None:
+    def _commit_guarded(
+        self, connection: sqlite3.Connection, jobs: list[_Job], *, caller: bool = False
+    ) -> None:
         try:
             self._commit(connection, jobs)
         except sqlite3.Error as error:
             # The connection failed outside any one write (a SAVEPOINT or ROLLBACK
             # statement): fail what is unanswered and keep serving later writes.
             self._fail_unanswered(connection, jobs, storage_error(error))
-        except BaseException:
-            # Interrupted in a caller's thread (KeyboardInterrupt in `run`): whatever did not
-            # commit is rolled back, so the next transaction begins on a clean connection.
-            with contextlib.suppress(sqlite3.Error):
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-            raise
+        except BaseException as error:
+            # Interrupted in a caller's thread (KeyboardInterrupt in `run`), or an error no
+            # write raised: whatever did not commit is rolled back, and no future is left
+            # unanswered. A write interrupted after its COMMIT stays committed.
+            self._fail_unanswered(connection, jobs, error)
+            if caller:
+                raise
 
     @staticmethod
     def _fail_unanswered(
@@ -149,10 +160,7 @@ class GroupCommitWriter:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
 
-    def _next_batch(self) -> list[_Job] | None:
-        first = self._queue.get()
-        if first is None:
-            return None
+    def _batch_after(self, first: _Job) -> list[_Job]:
         batch = [first]
         while len(batch) < MAX_BATCH:
             try:
@@ -183,6 +191,9 @@ class GroupCommitWriter:
     ) -> tuple[list[tuple[_Job, Any]], list[tuple[_Job, BaseException]], list[_Job]]:
         done: list[tuple[_Job, Any]] = []
         failed: list[tuple[_Job, BaseException]] = []
+        if connection.in_transaction:
+            # Left open by an interrupt during an earlier rollback: begin clean.
+            connection.execute("ROLLBACK")
         try:
             connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
