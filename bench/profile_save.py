@@ -20,7 +20,7 @@ import turnstore
 from bench.postgres import ScratchDatabase
 from bench.turn_events import TurnEvents
 from bench.workload import make_turn
-from turnstore import Checkpoint
+from turnstore import BlockingStore, Checkpoint
 
 
 def main(url: str | None, events: bool, sessions: int = 20, turns: int = 150) -> None:
@@ -36,21 +36,26 @@ def main(url: str | None, events: bool, sessions: int = 20, turns: int = 150) ->
         database.drop()
 
 
+def save_turn(store: BlockingStore, checkpoint: Checkpoint, index: int, events: bool) -> None:
+    """Grow `checkpoint` by turn `index` of the workload and save it (with its events)."""
+    turn = make_turn(1, checkpoint.session_id, index)
+    checkpoint.sequence += 1
+    checkpoint.context.extend(turn.items)
+    checkpoint.metadata["loop"] = turn.state
+    if events:
+        journal, execution = TurnEvents(checkpoint, turn).build()
+        store.save_with_events(checkpoint, turn.items, execution, journal)
+    else:
+        store.save(checkpoint, turn.items)
+
+
 def _run(url: str, events: bool, sessions: int, turns: int) -> None:
     with turnstore.open_blocking(url) as store:
         checkpoints = [Checkpoint.empty(f"s{index}") for index in range(sessions)]
         started = time.perf_counter()
         for index in range(turns):
             for checkpoint in checkpoints:
-                turn = make_turn(1, checkpoint.session_id, index)
-                checkpoint.sequence += 1
-                checkpoint.context.extend(turn.items)
-                checkpoint.metadata["loop"] = turn.state
-                if events:
-                    journal, execution = TurnEvents(checkpoint, turn).build()
-                    store.save_with_events(checkpoint, turn.items, execution, journal)
-                else:
-                    store.save(checkpoint, turn.items)
+                save_turn(store, checkpoint, index, events)
         seconds = time.perf_counter() - started
     print(f"{sessions * turns / seconds:,.0f} saves/s ({url.split('?')[0]})")
 

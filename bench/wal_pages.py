@@ -19,24 +19,11 @@ from collections import Counter
 from pathlib import Path
 
 import turnstore
-from bench.turn_events import TurnEvents
-from bench.workload import make_turn
-from turnstore import BlockingStore, Checkpoint
+from bench.profile_save import save_turn
+from turnstore import Checkpoint
 
 WAL_HEADER = 32
 FRAME_HEADER = 24
-
-
-def _turn(store: BlockingStore, checkpoint: Checkpoint, index: int, events: bool) -> None:
-    turn = make_turn(1, checkpoint.session_id, index)
-    checkpoint.sequence += 1
-    checkpoint.context.extend(turn.items)
-    checkpoint.metadata["loop"] = turn.state
-    if events:
-        journal, execution = TurnEvents(checkpoint, turn).build()
-        store.save_with_events(checkpoint, turn.items, execution, journal)
-    else:
-        store.save(checkpoint, turn.items)
 
 
 def _frames(wal: Path) -> list[int]:
@@ -56,11 +43,11 @@ def main(events: bool, turns: int, saves: int) -> None:
         checkpoints = [Checkpoint.empty(f"s{index}") for index in range(20)]
         for index in range(turns):
             for checkpoint in checkpoints:
-                _turn(store, checkpoint, index, events)
+                save_turn(store, checkpoint, index, events)
         inspector = sqlite3.connect(path)
         inspector.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         for checkpoint in checkpoints[:saves]:
-            _turn(store, checkpoint, turns, events)
+            save_turn(store, checkpoint, turns, events)
         owners = dict(inspector.execute("SELECT pageno, name FROM dbstat"))
         counts = Counter(owners.get(page, "(new page)") for page in _frames(Path(f"{path}-wal")))
         inspector.close()
