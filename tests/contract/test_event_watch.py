@@ -33,7 +33,7 @@ from test_events import (
 import turnstore
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
 from turnstore import Checkpoint, EventPageRequest
-from turnstore.backends.postgres.notify import PAYLOAD_BYTES, channel_name, payloads
+from turnstore.backends.postgres.watch import PAYLOAD_BYTES, channel_name, payloads
 from turnstore.events import ModelStepCompleted, TokenUsage
 
 LONG = 30.0

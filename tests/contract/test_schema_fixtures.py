@@ -124,12 +124,18 @@ def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
             store.runtime("x").record_intent(intent)
 
 
-def _step_index_definition(backend_name: str, database: Any) -> str:
+def _step_index_definition(backend_name: str, database: Any, pg_schema: str) -> str:
     if backend_name == "sqlite":
-        query = "SELECT sql FROM sqlite_schema WHERE name = 'event_journal_step_idx'"
+        ((definition,),) = database.query(
+            "SELECT sql FROM sqlite_schema WHERE name = 'event_journal_step_idx'"
+        )
     else:
-        query = "SELECT indexdef FROM pg_indexes WHERE indexname = 'event_journal_step_idx'"
-    ((definition,),) = database.query(query)
+        # Other tests' schemas in the same database have an index of that name too.
+        ((definition,),) = database.query(
+            "SELECT indexdef FROM pg_indexes"
+            " WHERE indexname = 'event_journal_step_idx' AND schemaname = ?",
+            (pg_schema,),
+        )
     return str(definition)
 
 
@@ -138,7 +144,9 @@ def test_a_step_left_streaming_before_schema_5_completes_from_its_stored_deltas(
 ):
     """Schema 5 rebuilds the step index over the stored deltas; completing reads and drops them."""
     restore_fixture(backend_name, database, pg_schema, 4)
-    assert "agent_message_content_delta" not in _step_index_definition(backend_name, database)
+    assert "agent_message_content_delta" not in _step_index_definition(
+        backend_name, database, pg_schema
+    )
     with turnstore.open_blocking(store_url) as store:
         checkpoint = store.load("stream")
         assert checkpoint is not None
@@ -170,6 +178,6 @@ def test_a_step_left_streaming_before_schema_5_completes_from_its_stored_deltas(
         )
         for phase, at, size in (("reasoning", 1_020, 8), ("final_answer", 1_030, 5))
     ]
-    definition = _step_index_definition(backend_name, database)
+    definition = _step_index_definition(backend_name, database, pg_schema)
     assert "agent_message_content_delta" in definition
     assert "agent_reasoning_content_delta" in definition

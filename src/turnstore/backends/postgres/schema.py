@@ -7,8 +7,8 @@ from turnstore.backends.sql.ddl import DdlWords, render
 WORDS = DdlWords(
     id='TEXT COLLATE "C"',
     bigint="BIGINT",
-    bytes="BYTEA",
-    bool="BOOLEAN",
+    blob="BYTEA",
+    flag="BOOLEAN",
     false="FALSE",
     checks_flags=False,
     # A time is stamped by the statement that writes the row (the dialect's `now`).

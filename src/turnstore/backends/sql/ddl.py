@@ -19,11 +19,14 @@ class DdlWords:
     """An id or key: PostgreSQL's "C" collation orders ties byte-wise, exactly as SQLite does."""
     bigint: str
     """A count, sequence or time: SQLite's INTEGER is already 64 bits."""
-    bytes: str
-    bool: str
+    blob: str
+    """Bytes as stored."""
+    flag: str
+    """A yes-or-no column."""
     false: str
+    """A flag's default of no."""
     checks_flags: bool
-    """Whether a `bool` column needs a CHECK that it holds 0 or 1 (SQLite has no booleans)."""
+    """Whether a `flag` column needs a CHECK that it holds 0 or 1 (SQLite has no booleans)."""
     now: str
     """The default of a creation time, where the dialect's `now` fits in a DEFAULT."""
     no_rowid: str
@@ -69,11 +72,11 @@ _MIGRATIONS: tuple[str, ...] = (
         checkpoint_state_json TEXT NOT NULL,
         context_epoch {bigint} NOT NULL CHECK (context_epoch >= 0),
         context_length {bigint} NOT NULL CHECK (context_length >= 0),
-        context_tail {bytes},
+        context_tail {blob},
         session_context_json TEXT NOT NULL,
         owner_id {id},
         execution_stats_json TEXT NOT NULL,
-        catalog_visible {bool} NOT NULL{flag_check[catalog_visible]},
+        catalog_visible {flag} NOT NULL{flag_check[catalog_visible]},
         first_user_message TEXT,
         created_at {bigint} NOT NULL{now},
         updated_at {bigint} NOT NULL{now},
@@ -158,7 +161,7 @@ _MIGRATIONS: tuple[str, ...] = (
         parent_node_id {id},
         position {bigint} NOT NULL,
         record_json TEXT NOT NULL,
-        tombstoned {bool} NOT NULL DEFAULT {false}{flag_check[tombstoned]},
+        tombstoned {flag} NOT NULL DEFAULT {false}{flag_check[tombstoned]},
         PRIMARY KEY (session_id, node_id)
     );
     CREATE INDEX graph_nodes_order_idx ON graph_nodes(session_id, position);
@@ -201,7 +204,7 @@ _MIGRATIONS: tuple[str, ...] = (
         WHERE committed_at_ms IS NULL;
     CREATE TABLE blobs (
         blob_ref {id} PRIMARY KEY,
-        data {bytes} NOT NULL
+        data {blob} NOT NULL
     );
     CREATE TABLE session_meta (
         session_id {id} PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
@@ -228,9 +231,9 @@ _MIGRATIONS: tuple[str, ...] = (
         parent_checkpoint_id {id},
         run_id {id},
         checkpoint_type TEXT NOT NULL,
-        checkpoint {bytes} NOT NULL,
+        checkpoint {blob} NOT NULL,
         metadata_type TEXT NOT NULL,
-        metadata {bytes} NOT NULL,
+        metadata {blob} NOT NULL,
         versions_json TEXT NOT NULL,
         delta_channels_json TEXT,
         PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id)
@@ -242,7 +245,7 @@ _MIGRATIONS: tuple[str, ...] = (
         channel {id} NOT NULL,
         version {id} NOT NULL,
         value_type TEXT NOT NULL,
-        value {bytes},
+        value {blob},
         lineage {bigint},
         length {bigint} CHECK (length IS NULL OR length >= 0),
         PRIMARY KEY (session_id, checkpoint_ns, channel, version),
@@ -261,7 +264,7 @@ _MIGRATIONS: tuple[str, ...] = (
         lineage {bigint} NOT NULL,
         position {bigint} NOT NULL CHECK (position >= 0),
         value_type TEXT NOT NULL,
-        value {bytes} NOT NULL,
+        value {blob} NOT NULL,
         PRIMARY KEY (session_id, lineage, position)
     );
     CREATE TABLE lg_writes (
@@ -273,7 +276,7 @@ _MIGRATIONS: tuple[str, ...] = (
         task_path {id} NOT NULL,
         channel {id} NOT NULL,
         value_type TEXT NOT NULL,
-        value {bytes},
+        value {blob},
         PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx)
     ){no_rowid};
     """,

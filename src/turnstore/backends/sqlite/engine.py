@@ -10,13 +10,9 @@ from typing import Any, TypeVar
 
 from turnstore.backends.sql import watch
 from turnstore.backends.sql.engine import Dialect, Tx
-from turnstore.backends.sqlite.connection import (
-    BUSY_TIMEOUT_S,
-    ReaderPool,
-    check_database,
-    connect,
-    open_database,
-)
+from turnstore.backends.sqlite.migrations import check_database, open_database
+from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S
+from turnstore.backends.sqlite.pool import ReaderPool, connect
 from turnstore.backends.sqlite.upkeep import SqliteUpkeep
 from turnstore.backends.sqlite.watch import SqliteWatch
 from turnstore.backends.sqlite.writer import GroupCommitWriter

@@ -7,8 +7,8 @@ from turnstore.backends.sql.ddl import DdlWords, render
 WORDS = DdlWords(
     id="TEXT",
     bigint="INTEGER",
-    bytes="BLOB",
-    bool="INTEGER",
+    blob="BLOB",
+    flag="INTEGER",
     false="0",
     checks_flags=True,
     now=" DEFAULT (unixepoch())",

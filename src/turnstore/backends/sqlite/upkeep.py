@@ -8,12 +8,9 @@ import sqlite3
 from pathlib import Path
 
 from turnstore.backends.sql.indexes import defined_indexes
-from turnstore.backends.sqlite.connection import (
-    BUSY_TIMEOUT_S,
-    ReaderPool,
-    connect,
-    storage_error,
-)
+from turnstore.backends.sqlite.errors import storage_error
+from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S
+from turnstore.backends.sqlite.pool import ReaderPool, connect
 from turnstore.backends.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from turnstore.errors import ConfigError, ReadOnlyStore
 

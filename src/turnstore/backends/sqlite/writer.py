@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from turnstore.backends.sqlite.connection import storage_error
+from turnstore.backends.sqlite.errors import storage_error
 from turnstore.errors import StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
 

@@ -1,129 +1,24 @@
-"""Opening, configuring and migrating SQLite connections, and the pool of readers."""
+"""Opening configured connections, and the pool of readers."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
-import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from turnstore.backends.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
-from turnstore.errors import ConfigError, SchemaError, StorageError
+from turnstore.backends.sqlite.errors import storage_error
+from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S, may_access
+from turnstore.errors import StorageError
 
 T = TypeVar("T")
 
-BUSY_TIMEOUT_S = 5.0
-"""How long a connection waits for another process's lock before failing."""
-
-_RETRYABLE = ("database is locked", "database is busy", "database table is locked")
 _READ_ONLY_ATTEMPTS = 5
 """Tries of a read-only read that writers keep changing the file under, before the last one
 reads through SQLite's shared memory whatever happens meanwhile."""
-_EFFECTIVE_IDS = os.access in os.supports_effective_ids
-
-
-def storage_error(error: sqlite3.Error) -> StorageError:
-    """Wrap a driver error in the public hierarchy; lock timeouts are retryable."""
-    text = str(error)
-    return StorageError(f"SQLite error: {text}", retryable=any(m in text for m in _RETRYABLE))
-
-
-def _may(path: Path, mode: int) -> bool:
-    return os.access(path, mode, effective_ids=_EFFECTIVE_IDS)
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    """The status of `path`, None when it does not exist; unreachable is a ConfigError."""
-    try:
-        return os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except PermissionError:
-        raise ConfigError(f"cannot reach {path}: permission denied") from None
-
-
-def _check_folder(path: Path, *, create_dirs: bool) -> None:
-    """Refuse a database whose folder is missing, unless told to create it."""
-    folder = path.parent
-    found = _stat(folder)
-    if found is None:
-        if not create_dirs:
-            # A misspelt folder must not become a new, empty store beside the real one.
-            raise ConfigError(
-                f"the folder {folder} does not exist; create it, or pass create_dirs=True "
-                "to open() to have it created"
-            )
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise ConfigError(
-                f"cannot create the folder {folder}: {error.strerror or error}"
-            ) from None
-    elif not stat.S_ISDIR(found.st_mode):
-        raise ConfigError(f"{folder} is not a folder, so it cannot hold the database {path.name}")
-
-
-def _check_file(path: Path) -> os.stat_result | None:
-    """The status of the database file, None when missing; a folder there is a ConfigError."""
-    found = _stat(path)
-    if found is not None and stat.S_ISDIR(found.st_mode):
-        raise ConfigError(f"{path} is a folder; name a database file inside it")
-    return found
-
-
-def prepare_path(path: Path, *, create_dirs: bool = False) -> None:
-    """Check the folder, and create the database file if missing, readable by its owner only.
-
-    A file or folder this process cannot write is a `ConfigError` that says to open the store
-    read-only: SQLite writes the file and keeps its `-wal` and `-shm` files beside it.
-    """
-    _check_folder(path, create_dirs=create_dirs)
-    found = _check_file(path)
-    if found is not None and not _may(path, os.R_OK):
-        raise ConfigError(f"the database file {path} is not readable by this process")
-    if found is not None and not _may(path, os.W_OK):
-        raise ConfigError(
-            f"the database file {path} is not writable by this process; "
-            "open it with read_only=True to read it"
-        )
-    if not _may(path.parent, os.W_OK | os.X_OK):
-        raise ConfigError(
-            f"the folder {path.parent} is not writable by this process, and a writer keeps "
-            "its -wal and -shm files beside the database; open it with read_only=True to read it"
-        )
-    try:
-        if found is None:
-            # Never open and close an existing database file here: closing any descriptor of
-            # a file drops every POSIX lock this process holds on it, including the locks of
-            # other SQLite connections (another store) in this process, which can corrupt the
-            # database. Only a file that did not exist, which nobody can have locked, is
-            # created and closed.
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
-        else:
-            mode = stat.S_IMODE(found.st_mode)
-            # chmod opens nothing, so it drops no lock; it tightens a file made elsewhere, and
-            # only a file this process owns (another owner's choice of mode is theirs).
-            if mode & 0o077 and found.st_uid == os.geteuid():
-                os.chmod(path, mode & 0o700)
-    except OSError as error:
-        raise StorageError(
-            f"cannot create the database file {path}: {error.strerror or error}"
-        ) from None
-
-
-def check_readable(path: Path) -> None:
-    """Check that `path` is a database file this process can read, creating nothing."""
-    _check_folder(path, create_dirs=False)
-    if _check_file(path) is None:
-        raise StorageError(f"no database file at {path}")
-    if not _may(path, os.R_OK):
-        raise ConfigError(f"the database file {path} is not readable by this process")
 
 
 def connect(
@@ -160,83 +55,6 @@ def connect(
     except sqlite3.Error as error:
         raise storage_error(error) from None
     return connection
-
-
-def open_database(
-    path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S, *, create_dirs: bool = False
-) -> None:
-    """Create or migrate the database at `path`, refusing files this build cannot use."""
-    prepare_path(path, create_dirs=create_dirs)
-    connection = connect(path, busy_timeout_s)
-    try:
-        _migrate(connection)
-    except sqlite3.Error as error:
-        raise storage_error(error) from None
-    finally:
-        connection.close()
-
-
-def check_database(path: Path, readers: ReaderPool, *, any_version: bool = False) -> None:
-    """Check, without writing, that `path` is a database at this build's schema version."""
-    check_readable(path)
-    version = readers.read(_checked_version)
-    if version != SCHEMA_VERSION and not any_version:
-        raise SchemaError(
-            f"SQLite schema version {version} needs migrating to {SCHEMA_VERSION}; "
-            "open the store once for writing to migrate it"
-        )
-
-
-def _migrate(connection: sqlite3.Connection) -> None:
-    # Refuse a file this build cannot use before changing anything in it.
-    _checked_version(connection)
-    # WAL lets readers run beside the one writer; it is a property of the file, set once.
-    mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise SchemaError(f"SQLite could not enable WAL mode: {mode}")
-    # BEGIN IMMEDIATE: processes opening one new file at once migrate it one after another,
-    # and each re-reads the version under the lock.
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        version = _checked_version(connection)
-        for number in range(version, SCHEMA_VERSION):
-            for statement in _statements(MIGRATIONS[number]):
-                connection.execute(statement)
-            connection.execute(f"PRAGMA user_version = {number + 1}")
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
-
-
-def _checked_version(connection: sqlite3.Connection) -> int:
-    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
-    if version == 0:
-        has_tables = connection.execute("SELECT EXISTS (SELECT 1 FROM sqlite_schema)").fetchone()
-        if has_tables[0]:
-            raise SchemaError(
-                "unversioned SQLite database is not empty; expected schema version "
-                f"{SCHEMA_VERSION} (start with a fresh database)"
-            )
-    elif version > SCHEMA_VERSION:
-        raise SchemaError(
-            f"unsupported SQLite schema version {version}; expected {SCHEMA_VERSION} "
-            "(start with a fresh database)"
-        )
-    return version
-
-
-def _statements(script: str) -> list[str]:
-    # executescript() would COMMIT the open transaction, so statements run one by one.
-    statements: list[str] = []
-    pending = ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            statements.append(pending.strip())
-            pending = ""
-    return [statement for statement in statements if statement.strip(" ;\n")]
 
 
 _Stamp = tuple[int, int, int, int, int]
@@ -360,7 +178,7 @@ class ReaderPool:
             # The writer closed and deleted its log between the check and the read.
             return _FileChanged()
         folder = self._path.parent
-        if not os.path.lexists(f"{self._path}-shm") and not _may(folder, os.W_OK | os.X_OK):
+        if not os.path.lexists(f"{self._path}-shm") and not may_access(folder, os.W_OK | os.X_OK):
             return StorageError(
                 f"cannot read {self._path} read-only: its write-ahead log {self._log} may "
                 f"hold commits, and reading it needs {self._path}-shm, which is missing and "
