@@ -8,6 +8,8 @@ different from a fresh one fails here, whichever way the difference runs.
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,13 @@ from typing import Any
 import pytest
 
 import turnstore
-from conftest import POSTGRES_URL, Database, postgres_connection, restore_fixture
+from conftest import (
+    POSTGRES_URL,
+    Database,
+    postgres_connection,
+    require_postgres,
+    restore_fixture,
+)
 
 Catalog = dict[str, list[tuple[Any, ...]]]
 
@@ -138,3 +146,127 @@ def test_a_database_migrated_from_a_fixture_has_the_schema_of_a_fresh_one(
     assert sorted(migrated) == sorted(expected)
     for part, rows in expected.items():
         assert migrated[part] == rows, part
+
+
+# SQLite and PostgreSQL, compared table by table: both render `backends/sql/ddl.py`, so this
+# holds the dialect words to their meaning. Defaults and CHECKs are left out on purpose:
+# SQLite's creation times default to `unixepoch()` where PostgreSQL's statements stamp them,
+# and SQLite's flags carry a CHECK (0 or 1) that PostgreSQL's BOOLEAN needs no more.
+_FAMILIES = {
+    "text": "text",
+    "integer": "integer",
+    "bigint": "integer",
+    # SQLite has no booleans: a flag is an INTEGER checked to hold 0 or 1.
+    "boolean": "integer",
+    "blob": "bytes",
+    "bytea": "bytes",
+}
+_ON_DELETE = {"c": "CASCADE", "a": "NO ACTION"}
+
+
+def _predicate_words(predicate: str, columns: set[str]) -> tuple[str, ...]:
+    """The columns, string literals, NOT and NULL of a partial index's predicate, in order.
+
+    The dialects spell the rest apart (`IN (...)` is `= ANY (ARRAY[...])` in PostgreSQL).
+    """
+    words = re.findall(r"'[^']*'|\bNOT\b|\bNULL\b|[a-z_]+", predicate)
+    return tuple(w for w in words if w in columns or w[0] == "'" or w in ("NOT", "NULL"))
+
+
+def _index_shape(definition: str, columns: set[str]) -> tuple[Any, ...]:
+    """Uniqueness, key columns (with DESC) and predicate words of a CREATE INDEX statement."""
+    found = re.search(r"\((.*?)\)(?: WHERE (.*))?$", _words(definition), re.DOTALL)
+    assert found, definition
+    keys = tuple(" ".join(key.replace('"', "").split()) for key in found.group(1).split(","))
+    predicate = _predicate_words(found.group(2) or "", columns)
+    return ("UNIQUE" in definition.split("(")[0], keys, predicate)
+
+
+def _sqlite_shape(database: Database) -> dict[str, Any]:
+    shape: dict[str, Any] = {}
+    tables = database.query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+    for (table,) in tables:
+        info = database.query(f"PRAGMA table_info({table})")
+        names = {str(row[1]) for row in info}
+        indexes = database.query(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?"
+            " AND sql IS NOT NULL ORDER BY name",
+            (table,),
+        )
+        keys = database.query(f"PRAGMA foreign_key_list({table})")
+        shape[table] = {
+            # A primary key column is NOT NULL in PostgreSQL; SQLite's rowid tables do not
+            # say so, and the store never writes a NULL key.
+            "columns": [(c[1], _FAMILIES[c[2].lower()], bool(c[3] or c[5])) for c in info],
+            "primary key": [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]],
+            "indexes": {name: _index_shape(sql, names) for name, sql in indexes},
+            "foreign keys": sorted((k[3], k[2], k[4], k[6]) for k in keys),
+        }
+    return shape
+
+
+_PG_TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = ?"
+_PG_COLUMNS = (
+    "SELECT column_name, data_type, is_nullable = 'NO' FROM information_schema.columns"
+    " WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position"
+)
+_PG_PRIMARY_KEY = (
+    "SELECT a.attname FROM pg_index AS i JOIN pg_attribute AS a ON a.attrelid = i.indrelid"
+    " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary"
+    " ORDER BY array_position(i.indkey::int2[], a.attnum)"
+)
+_PG_INDEXES = (
+    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = ? AND tablename = ?"
+    " AND indexname <> tablename || '_pkey'"
+)
+_PG_FOREIGN_KEYS = (
+    "SELECT a.attname, r.relname, f.attname, k.confdeltype FROM pg_constraint AS k"
+    " JOIN pg_class AS r ON r.oid = k.confrelid"
+    " JOIN pg_attribute AS a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]"
+    " JOIN pg_attribute AS f ON f.attrelid = k.confrelid AND f.attnum = k.confkey[1]"
+    " WHERE k.contype = 'f' AND k.conrelid = to_regclass(?)"
+)
+
+
+def _postgres_shape(database: Database) -> dict[str, Any]:
+    schema = database.schema
+    shape: dict[str, Any] = {}
+    tables = sorted(table for (table,) in database.query(_PG_TABLES, (schema,)))
+    for table in (table for table in tables if table != "turnstore_schema"):
+        info = database.query(_PG_COLUMNS, (schema, table))
+        names = {str(row[0]) for row in info}
+        keys = database.query(_PG_FOREIGN_KEYS, (f"{schema}.{table}",))
+        shape[table] = {
+            "columns": [(name, _FAMILIES[kind], not_null) for name, kind, not_null in info],
+            "primary key": [
+                row[0] for row in database.query(_PG_PRIMARY_KEY, (f"{schema}.{table}",))
+            ],
+            "indexes": {
+                name: _index_shape(definition, names)
+                for name, definition in database.query(_PG_INDEXES, (schema, table))
+            },
+            "foreign keys": sorted((a, r, f, _ON_DELETE[d]) for a, r, f, d in keys),
+        }
+    return shape
+
+
+def test_sqlite_and_postgres_have_the_same_tables_columns_keys_and_indexes(
+    tmp_path: Path,
+) -> None:
+    """Column by column (name, type family, nullability), key by key, index by index."""
+    require_postgres()
+    schema = f"test_{uuid.uuid4().hex}"
+    path = tmp_path / "fresh.sqlite3"
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    try:
+        turnstore.open_blocking(f"{POSTGRES_URL}{separator}schema={schema}").close()
+        turnstore.open_blocking(path).close()
+        sqlite = _sqlite_shape(Database("sqlite", path, ""))
+        postgres = _postgres_shape(Database("postgres", path, schema))
+    finally:
+        with postgres_connection() as connection:
+            connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    assert sorted(sqlite) == sorted(postgres)
+    for table, parts in sqlite.items():
+        for part, value in parts.items():
+            assert postgres[table][part] == value, f"{table} {part}"
