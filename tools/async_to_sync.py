@@ -5,11 +5,12 @@
   tools/async_to_sync.py --check  exit 1 naming each twin that differs, is missing or is orphaned
 
 Each async file is parsed and rewritten on its syntax tree (psycopg's tool is the model):
-`async def` becomes `def`, `await x` becomes `x`, `async with` / `async for` become `with` /
-`for`, and names are renamed whole: every class defined at module level in an aio file gets a
-`Blocking` prefix in every twin, `open` becomes `open_blocking`, `AsyncDriver` becomes
-`BlockingDriver`, and imports of `turnstore.faces.aio_X` name `turnstore.faces.blocking_X`.
-The tree is unparsed and formatted by ruff, so the twin reads like code written by hand.
+`async def` becomes `def`, `await x` becomes `x`, `async with` / `async for` (comprehensions
+too) become `with` / `for`, and names are renamed whole: every class defined at module level
+in an aio file gets a `Blocking` prefix in every twin, `open` becomes `open_blocking`,
+`AsyncDriver` becomes `BlockingDriver`, and imports of `turnstore.faces.aio_X` name
+`turnstore.faces.blocking_X`. The tree is unparsed (comments do not survive: the twin's
+docstrings say what it needs) and formatted by ruff, so it reads like code written by hand.
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ class AsyncToBlocking(ast.NodeTransformer):
         fields = {field: getattr(node, field) for field in node._fields}
         return self.generic_visit(ast.copy_location(ast.For(**fields), node))
 
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        node.is_async = 0
+        return self.generic_visit(node)
+
     def visit_Await(self, node: ast.Await) -> ast.AST:
         return self.visit(node.value)
 
@@ -170,8 +175,9 @@ def generate(source: Path, names: dict[str, str] | None = None) -> str:
 
 
 def _ruff(arguments: list[str], text: str, target: Path) -> str:
-    command = [sys.executable, "-m", "ruff", *arguments, "--stdin-filename", str(target), "-"]
-    done = subprocess.run(command, input=text, capture_output=True, text=True, cwd=ROOT)
+    config = ["--config", str(ROOT / "pyproject.toml")]  # also for a twin outside the tree
+    command = [sys.executable, "-m", "ruff", *arguments, *config, "--stdin-filename", str(target)]
+    done = subprocess.run([*command, "-"], input=text, capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
         sys.exit(f"ruff {' '.join(arguments)} failed on {target.name}:\n{done.stderr}")
     return done.stdout
@@ -205,7 +211,7 @@ def write() -> None:
 
 
 def _shown(path: Path) -> str:
-    return str(path.relative_to(ROOT))
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def main() -> None:
