@@ -14,7 +14,6 @@ from turnstore.attachments import FileAttachmentStore
 from turnstore.backends.urls import migrate
 from turnstore.errors import (
     ConfigError,
-    ContextItemImmutable,
     ContextRewriteRequired,
     CorruptRecord,
     HeadRevisionConflict,
@@ -66,7 +65,6 @@ __all__ = [
     "Checkpoint",
     "ConfigError",
     "Context",
-    "ContextItemImmutable",
     "ContextRewriteRequired",
     "CorruptRecord",
     "Event",

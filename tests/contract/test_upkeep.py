@@ -257,3 +257,38 @@ def test_read_only_stores_refuse_the_destructive_calls(store_url: str) -> None:
                 call()
         assert store.upkeep.prune(int(time.time()) + DAY, dry_run=True).session_ids == ["s"]
     assert os.path.exists(store_url) or store_url.startswith("postgresql")
+
+
+def test_the_operators_face_is_one_object_that_closes_with_its_store(store_url: str) -> None:
+    """`store.upkeep` runs on the store's connections: it works open and refuses once closed."""
+    store = turnstore.open_blocking(store_url)
+    upkeep = store.upkeep
+    assert upkeep is store.upkeep
+    assert isinstance(upkeep, turnstore.BlockingUpkeep)
+    assert upkeep.stats().session_count == 0
+    store.close()
+    with pytest.raises(turnstore.StoreClosed):
+        upkeep.stats()
+
+
+async def test_both_faces_collect_garbage_with_one_operation(store: Any) -> None:
+    """upkeep.gc_unreachable and the runtime face's gc_unreachable delete the same blobs."""
+    rt = await runtime(store, "rt")
+    first = await rt.commit_runtime_state(
+        make_commit(
+            "rt",
+            None,
+            replace(chain("n1")),
+            checkpoint=turnstore.HydratedSessionCheckpoint(tool_state={"v": 1}),
+        )
+    )
+    await rt.commit_runtime_state(
+        make_commit(
+            "rt",
+            first.head_revision,
+            checkpoint=turnstore.HydratedSessionCheckpoint(tool_state={"v": 2}),
+        )
+    )
+    assert (await store.upkeep.gc_unreachable()).deleted_blob_count >= 1
+    assert (await rt.gc_unreachable()).deleted_blob_count == 0
+    assert (await store.upkeep.doctor()).unreachable_blob_count == 0
