@@ -161,11 +161,11 @@ def child_main(argv: Sequence[str]) -> int:
         started = time.perf_counter()
         if action == "export":
             with open(second, "wb") as out:
-                report = store.export_trees(out)
+                report = store.upkeep.export_trees(out)
             size = os.path.getsize(second)
         else:
             with open(first, "rb") as source:
-                report = store.import_trees(source, on_conflict="fail")
+                report = store.upkeep.import_trees(source, on_conflict="fail")
             size = os.path.getsize(first)
         seconds = time.perf_counter() - started
         peak = max_rss_bytes()

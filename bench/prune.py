@@ -370,7 +370,7 @@ def timed_prune(store: Any, before: int, batch_size: int) -> dict[str, Any]:
     """Prune on `store`, timed on the machine-wide monotonic clock."""
     start = time.monotonic()
     try:
-        report = store.prune(before, batch_size=batch_size)
+        report = store.upkeep.prune(before, batch_size=batch_size)
     except StorageError as error:
         # Reported, not raised: the trial says the prune failed and how long it ran.
         return {"start": start, "end": time.monotonic(), "error": str(error)}
@@ -429,7 +429,7 @@ def trial(
         phases["after"] = Phase(start, end, _cpu() - cpu, end - start)
     finally:
         writers.stop()
-        counts = store.stats()
+        counts = store.upkeep.stats()
         store.close()
     live = sum(writers.sessions)
     prune_error = pruned.get("error")

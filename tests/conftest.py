@@ -67,13 +67,15 @@ def postgres_connection(schema: str | None = None) -> Any:
 
 
 class BlockingAsAsync:
-    """Runs a `BlockingStore` from async tests, so one contract suite checks both faces."""
+    """Runs a `BlockingStore` (or its `upkeep`) from async tests: one suite checks both faces."""
 
-    def __init__(self, store: BlockingStore) -> None:
+    def __init__(self, store: Any) -> None:
         self._store = store
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._store, name)
+        if name == "upkeep":  # the operators' face, its methods awaitable the same way
+            return BlockingAsAsync(method)
         if name in ("writer_stats", "backend") or not callable(method):
             return method
 

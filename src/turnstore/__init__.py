@@ -1,7 +1,8 @@
 """turnstore: durable, transactional storage for AI-agent sessions.
 
-The names here are what an agent loop needs: `open` / `open_blocking`, the stores, the
-records it builds, and the errors it catches. Every record is in `turnstore.records`, every
+The names here are what an agent loop needs: `open` / `open_blocking`, the stores (with the
+operators' face, `Upkeep`, and the runtime face), the records it builds, and the errors it
+catches. Every record is in `turnstore.records`, every
 protocol event type in `turnstore.events`, every error in `turnstore.errors`.
 """
 
@@ -13,7 +14,6 @@ from turnstore.attachments import FileAttachmentStore
 from turnstore.backends.urls import migrate
 from turnstore.errors import (
     ConfigError,
-    ContextItemImmutable,
     ContextRewriteRequired,
     CorruptRecord,
     HeadRevisionConflict,
@@ -26,8 +26,12 @@ from turnstore.errors import (
     StoreClosed,
     TurnstoreError,
 )
-from turnstore.faces.aio import RuntimeStore, Store, open
-from turnstore.faces.blocking import BlockingRuntimeStore, BlockingStore, open_blocking
+from turnstore.faces.aio_runtime import RuntimeStore
+from turnstore.faces.aio_store import Store, open
+from turnstore.faces.aio_upkeep import Upkeep
+from turnstore.faces.blocking_runtime import BlockingRuntimeStore
+from turnstore.faces.blocking_store import BlockingStore, open_blocking
+from turnstore.faces.blocking_upkeep import BlockingUpkeep
 from turnstore.records.checkpoint import (
     ActiveExecution,
     Checkpoint,
@@ -57,10 +61,10 @@ __all__ = [
     "ActivePath",
     "BlockingRuntimeStore",
     "BlockingStore",
+    "BlockingUpkeep",
     "Checkpoint",
     "ConfigError",
     "Context",
-    "ContextItemImmutable",
     "ContextRewriteRequired",
     "CorruptRecord",
     "Event",
@@ -88,6 +92,7 @@ __all__ = [
     "TimestampedEvent",
     "TranscriptPageRequest",
     "TurnstoreError",
+    "Upkeep",
     "migrate",
     "new_queued_message",
     "open",

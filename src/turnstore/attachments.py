@@ -23,7 +23,8 @@ from contextlib import suppress
 from pathlib import Path
 
 from turnstore.errors import InvalidInput, StorageError, TurnstoreError
-from turnstore.faces.blocking import BlockingRuntimeStore, BlockingStore
+from turnstore.faces.blocking_runtime import BlockingRuntimeStore
+from turnstore.faces.blocking_store import BlockingStore
 from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
 from turnstore.rules.values import is_blank
 
@@ -189,7 +190,7 @@ class FileAttachmentStore:
             raise InvalidInput("store must be a blocking store (open_blocking)")
         reclaimed = []
         handles: dict[str, BlockingRuntimeStore] = {}
-        for entry in store.list_uncommitted_attachments(older_than_ms):
+        for entry in store.upkeep.list_uncommitted_attachments(older_than_ms):
             runtime = handles.get(entry.session_id)
             if runtime is None:
                 runtime = handles[entry.session_id] = store.runtime(entry.session_id)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import IO
 
 from turnstore.backends.sql.transfer import OnConflict
-from turnstore.faces.aio import Store
-from turnstore.faces.blocking import BlockingStore
+from turnstore.faces.aio_store import Store
+from turnstore.faces.blocking_store import BlockingStore
 from turnstore.ops.upkeep import Progress
 from turnstore.records.upkeep import TransferReport
 
@@ -42,7 +42,9 @@ def export_jsonl(
     progress: Progress | None = None,
 ) -> TransferReport:
     """Write session trees to a binary stream as an export (all of them unless narrowed)."""
-    return store.export_trees(out, session_ids=session_ids, owner_id=owner_id, progress=progress)
+    return store.upkeep.export_trees(
+        out, session_ids=session_ids, owner_id=owner_id, progress=progress
+    )
 
 
 def import_jsonl(
@@ -53,7 +55,7 @@ def import_jsonl(
     progress: Progress | None = None,
 ) -> TransferReport:
     """Write the trees of an export read from a binary stream into a store."""
-    return store.import_trees(source, on_conflict=on_conflict, progress=progress)
+    return store.upkeep.import_trees(source, on_conflict=on_conflict, progress=progress)
 
 
 def copy_store(
@@ -67,9 +69,9 @@ def copy_store(
 ) -> TransferReport:
     """Copy session trees from one store into another; run again to resume after a failure."""
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        exported = source.export_trees(spool, session_ids=session_ids, owner_id=owner_id)
+        exported = source.upkeep.export_trees(spool, session_ids=session_ids, owner_id=owner_id)
         spool.seek(0)
-        return target.import_trees(
+        return target.upkeep.import_trees(
             spool, on_conflict=on_conflict, progress=_out_of(exported.tree_count, progress)
         )
 
@@ -83,7 +85,7 @@ async def export_jsonl_async(
     progress: Progress | None = None,
 ) -> TransferReport:
     """`export_jsonl` on the async store."""
-    return await store.export_trees(
+    return await store.upkeep.export_trees(
         out, session_ids=session_ids, owner_id=owner_id, progress=progress
     )
 
@@ -96,7 +98,7 @@ async def import_jsonl_async(
     progress: Progress | None = None,
 ) -> TransferReport:
     """`import_jsonl` on the async store."""
-    return await store.import_trees(source, on_conflict=on_conflict, progress=progress)
+    return await store.upkeep.import_trees(source, on_conflict=on_conflict, progress=progress)
 
 
 async def copy_store_async(
@@ -110,9 +112,11 @@ async def copy_store_async(
 ) -> TransferReport:
     """`copy_store` between async stores."""
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        exported = await source.export_trees(spool, session_ids=session_ids, owner_id=owner_id)
+        exported = await source.upkeep.export_trees(
+            spool, session_ids=session_ids, owner_id=owner_id
+        )
         spool.seek(0)
-        return await target.import_trees(
+        return await target.upkeep.import_trees(
             spool, on_conflict=on_conflict, progress=_out_of(exported.tree_count, progress)
         )
 

@@ -280,16 +280,16 @@ async def test_list_uncommitted_attachments_lists_every_session(store):
     await a.record_intent(intent("a-young", "a", "/p/a-young", at_ms=10_000))
     await b.record_intent(intent("b-done", "b", "/p/b-done", at_ms=10))
     await b.commit_refs(["b-done"])
-    listed = await store.list_uncommitted_attachments(1_000)
+    listed = await store.upkeep.list_uncommitted_attachments(1_000)
     assert [entry.attachment_id for entry in listed] == ["a-old"]
     assert await store.delete_sessions(["b"]) is True
-    listed = await store.list_uncommitted_attachments(1_000)
+    listed = await store.upkeep.list_uncommitted_attachments(1_000)
     assert [(entry.attachment_id, entry.session_id) for entry in listed] == [
         ("b-done", "b"),
         ("a-old", "a"),
     ]
     with pytest.raises(turnstore.InvalidInput):
-        await store.list_uncommitted_attachments(-1)
+        await store.upkeep.list_uncommitted_attachments(-1)
 
 
 # --- 5. argument checks and failures --------------------------------------------------------

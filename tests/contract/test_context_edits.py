@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import turnstore
-from turnstore import Checkpoint, ContextItemImmutable, ContextRewriteRequired, SequenceConflict
+from turnstore import Checkpoint, ContextRewriteRequired, SequenceConflict
+from turnstore.errors import ContextItemImmutable
 
 SESSION = "edits"
 

@@ -256,7 +256,7 @@ async def test_wait_wakes_on_an_import(store, store_url, tmp_path, backend_name)
     """Importing a tree wakes waiters on its sessions, which counted as 0 before."""
     await save_events(store, "session", 1, 2)
     out = io.BytesIO()
-    await store.export_trees(out)
+    await store.upkeep.export_trees(out)
     if backend_name == "sqlite":
         url = str(tmp_path / "second.sqlite3")
     else:
@@ -265,7 +265,7 @@ async def test_wait_wakes_on_an_import(store, store_url, tmp_path, backend_name)
     try:
         waiter = asyncio.ensure_future(timed(target.wait_for_events("session", 0, LONG)))
         await asyncio.sleep(SETTLE)
-        await target.import_trees(io.BytesIO(out.getvalue()))
+        await target.upkeep.import_trees(io.BytesIO(out.getvalue()))
         latest, elapsed = await waiter
         assert latest == 2
         assert elapsed < WOKEN

@@ -609,7 +609,7 @@ class Harness:
             bound, *rest = args
             target = self.store.runtime(bound)
         else:
-            target, rest = self.store, list(args)
+            target, rest = self.store.upkeep if case.upkeep else self.store, list(args)
         split = len(rest) - len(case.keywords)
         keywords = dict(zip(case.keywords, rest[split:], strict=True))
         result = getattr(target, case.name)(*rest[:split], **keywords)
@@ -668,6 +668,8 @@ class Case:
     name: str
     params: tuple[Part, ...] = ()
     runtime: bool = False
+    upkeep: bool = False
+    """Whether the method is on the operators' face, `store.upkeep`."""
     examples: int = SQLITE_EXAMPLES
     after: Callable[[Harness, tuple[Any, ...], Any], None] | None = None
     keywords: tuple[str, ...] = ()
@@ -827,7 +829,6 @@ CASE_LIST = [
         ),
     ),
     Case("delete_sessions", (ID_COLLECTIONS,)),
-    Case("list_uncommitted_attachments", (p(st.integers(0, 10)),)),
     Case(
         "append_context",
         (p(GOOD_IDS), ITEMS, p(maybe(GOOD_IDS)), p(maybe(st.integers(0, 3))), STATE_WRITES),
@@ -868,14 +869,24 @@ CASE_LIST = [
     Case("canonical_uri_in_use", (p(GOOD_TEXT),), runtime=True),
     Case("save_session_meta", (metas,), runtime=True),
     Case("tombstone_nodes", (ID_COLLECTIONS,), runtime=True),
-    Case("tree", (p(GOOD_IDS),)),
+    Case("list_uncommitted_attachments", (p(st.integers(0, 10)),), upkeep=True),
+    Case("tree", (p(GOOD_IDS),), upkeep=True),
     # Long ago: a prune that deleted the seeded sessions would leave the other cases nothing.
-    Case("prune", (Param(st.integers(0, 10**9), choice(st.none(), FLOATS, TEXT, BAD_VALUES)),)),
-    Case("export_trees", (Param(st.builds(io.BytesIO)),)),
-    Case("import_trees", (Param(st.sampled_from(EXPORTS).map(io.BytesIO)),)),
-    Case("backup", (Param(BACKUP_PATHS, choice(st.none(), INTS, FLOATS, BAD_VALUES)),)),
+    Case(
+        "prune",
+        (Param(st.integers(0, 10**9), choice(st.none(), FLOATS, TEXT, BAD_VALUES)),),
+        upkeep=True,
+    ),
+    Case("export_trees", (Param(st.builds(io.BytesIO)),), upkeep=True),
+    Case("import_trees", (Param(st.sampled_from(EXPORTS).map(io.BytesIO)),), upkeep=True),
+    Case(
+        "backup", (Param(BACKUP_PATHS, choice(st.none(), INTS, FLOATS, BAD_VALUES)),), upkeep=True
+    ),
     # Without arguments there is one input to try.
-    *(Case(name, examples=1) for name in ("stats", "doctor", "collect_garbage", "vacuum_database")),
+    *(
+        Case(name, examples=1, upkeep=True)
+        for name in ("stats", "doctor", "gc_unreachable", "vacuum")
+    ),
     *(
         Case(name, runtime=True, examples=FEW)
         for name in (
@@ -888,11 +899,12 @@ CASE_LIST = [
         )
     ),
 ]
-CASES = {case.name: case for case in CASE_LIST}
+CASES = {case.name: case for case in CASE_LIST if not case.upkeep}
+"""The agent loop's and the runtime's cases by name (upkeep shares `vacuum`, `gc_unreachable`)."""
 
 
 def test_every_public_method_is_fuzzed() -> None:
-    """The cases cover every public method of both faces that takes or binds an argument."""
+    """The cases cover every public method of every face that takes or binds an argument."""
 
     def public(cls: type) -> set[str]:
         return {
@@ -903,7 +915,11 @@ def test_every_public_method_is_fuzzed() -> None:
 
     no_input = {"writer_stats", "close", "durability_tier"}
     for cls in (turnstore.Store, turnstore.BlockingStore):
-        assert public(cls) - no_input == {c.name for c in CASE_LIST if not c.runtime}
+        assert public(cls) - no_input == {
+            c.name for c in CASE_LIST if not c.runtime and not c.upkeep
+        }
+    for cls in (turnstore.Upkeep, turnstore.BlockingUpkeep):
+        assert public(cls) == {c.name for c in CASE_LIST if c.upkeep}
     for cls in (turnstore.RuntimeStore, turnstore.BlockingRuntimeStore):
         assert public(cls) - no_input == {c.name for c in CASE_LIST if c.runtime}
 
@@ -972,7 +988,9 @@ def one(case: Case) -> st.SearchStrategy[tuple[Case, tuple[Any, ...]]]:
 ANY_CASE = st.sampled_from(CASE_LIST).flatmap(one)
 
 
-@pytest.mark.parametrize("case", CASE_LIST, ids=lambda case: case.name)
+@pytest.mark.parametrize(
+    "case", CASE_LIST, ids=lambda case: f"upkeep.{case.name}" if case.upkeep else case.name
+)
 def test_blocking_face_on_sqlite(case: Case) -> None:
     """Every input to one method of the blocking face ends well, and a refusal changes nothing."""
     with harness("sqlite", "blocking") as opened:

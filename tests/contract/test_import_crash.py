@@ -22,7 +22,7 @@ TREES = 150
 IMPORTER = (
     "import sys, turnstore\n"
     "with turnstore.open_blocking(sys.argv[1]) as store, open(sys.argv[2], 'rb') as source:\n"
-    "    store.import_trees(source)\n"
+    "    store.upkeep.import_trees(source)\n"
 )
 
 
@@ -38,7 +38,7 @@ def build_export(path: Path, out: Path) -> dict[str, bytes]:
                 store.save(checkpoint, transcript_delta=[item])
             store.fork(checkpoint.session_id, 10, Checkpoint.empty(f"tree-{number:02}-fork"))
         with out.open("wb") as file:
-            store.export_trees(file)
+            store.upkeep.export_trees(file)
         return {root: tree_bytes(store, root) for root in roots()}
 
 
@@ -50,7 +50,7 @@ def roots() -> list[str]:
 def tree_bytes(store: Any, root: str) -> bytes:
     """The export of one tree."""
     out = io.BytesIO()
-    store.export_trees(out, session_ids=[root])
+    store.upkeep.export_trees(out, session_ids=[root])
     return out.getvalue()
 
 
@@ -74,7 +74,7 @@ def test_a_killed_import_leaves_whole_trees_only(tmp_path: Path, seed: int) -> N
             else:
                 assert store.session_summary(f"{root}-fork") is None
         with export.open("rb") as source:
-            report = store.import_trees(source)
+            report = store.upkeep.import_trees(source)
         assert sorted(report.skipped_session_ids) == sorted(
             i for root in present for i in (root, f"{root}-fork")
         )

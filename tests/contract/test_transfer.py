@@ -102,7 +102,7 @@ def test_importing_the_same_file_twice_changes_nothing(
         finally:
             dumper.close()
     assert again.session_ids == []
-    expected = [*source.tree("demo-session"), "plain-session", "runtime-session"]
+    expected = [*source.upkeep.tree("demo-session"), "plain-session", "runtime-session"]
     assert sorted(again.skipped_session_ids) == sorted(expected)
 
 
@@ -146,12 +146,12 @@ def test_an_extra_fork_in_the_target_is_a_conflict(source: BlockingStore, store_
             import_jsonl(target, io.BytesIO(data))
         replaced = import_jsonl(target, io.BytesIO(data), on_conflict="replace")
         assert replaced.replaced_session_ids == ["plain-fork", "plain-session"]
-        assert target.tree("plain-session") == ["plain-session"]
+        assert target.upkeep.tree("plain-session") == ["plain-session"]
 
 
 def test_exporting_a_fork_exports_its_whole_tree(source: BlockingStore) -> None:
     """Naming a fork exports the tree from its root, so the file imports anywhere."""
-    report = source.export_trees(io.BytesIO(), session_ids=["demo-fork"])
+    report = source.upkeep.export_trees(io.BytesIO(), session_ids=["demo-fork"])
     assert report.session_ids == ["demo-session", "demo-fork"]
     assert report.tree_count == 1
 
@@ -160,15 +160,15 @@ def test_exporting_an_absent_session_is_refused(source: BlockingStore) -> None:
     """An unknown id raises SessionNotFound before anything is written."""
     out = io.BytesIO()
     with pytest.raises(SessionNotFound):
-        source.export_trees(out, session_ids=["demo-session", "nobody"])
+        source.upkeep.export_trees(out, session_ids=["demo-session", "nobody"])
     assert out.getvalue() == b""
 
 
 def test_export_by_owner_carries_only_that_owners_trees(source: BlockingStore) -> None:
     """owner_id selects the trees whose root that owner holds."""
-    report = source.export_trees(io.BytesIO(), owner_id="demo-user")
+    report = source.upkeep.export_trees(io.BytesIO(), owner_id="demo-user")
     assert report.session_ids == ["demo-session", "demo-fork"]
-    assert source.export_trees(io.BytesIO(), owner_id="nobody").session_ids == []
+    assert source.upkeep.export_trees(io.BytesIO(), owner_id="nobody").session_ids == []
 
 
 def lines_of(data: bytes) -> list[bytes]:
@@ -292,7 +292,7 @@ def test_copy_between_backends_resumes_after_an_interruption(
             copy_store(source, target, progress=stop_after_first)
         assert seen == [(1, 3)]
         report = copy_store(source, target)
-        assert len(report.skipped_session_ids) == len(source.tree("demo-session"))
+        assert len(report.skipped_session_ids) == len(source.upkeep.tree("demo-session"))
         assert export_bytes(target) == export_bytes(source)
 
 
@@ -303,15 +303,15 @@ async def test_the_async_face_round_trips(store: Any, tmp_path: Path) -> None:
     checkpoint.sequence += 1
     await store.save(checkpoint, transcript_delta=list(checkpoint.context))
     out = io.BytesIO()
-    report = await store.export_trees(out)
+    report = await store.upkeep.export_trees(out)
     assert report.session_ids == ["async-session"]
     with turnstore.open_blocking(tmp_path / "copy.sqlite3") as copy:
-        copy.import_trees(io.BytesIO(out.getvalue()))
+        copy.upkeep.import_trees(io.BytesIO(out.getvalue()))
         back = io.BytesIO()
-        copy.export_trees(back)
+        copy.upkeep.export_trees(back)
     assert back.getvalue() == out.getvalue()
     await store.delete_sessions(["async-session"])
-    imported = await store.import_trees(io.BytesIO(out.getvalue()))
+    imported = await store.upkeep.import_trees(io.BytesIO(out.getvalue()))
     assert imported.session_ids == ["async-session"]
     assert (await store.load("async-session")).context == checkpoint.context
 

@@ -49,19 +49,19 @@ async def test_prune_removes_old_trees_whole_and_keeps_the_rest(store: Any, data
     age(database, 40, "old-a", "old-a-fork", "old-b", "old-c", "kept-by-fork")
     await store.save_state("old-b", "k", 1)
     cutoff = int(time.time()) - 30 * DAY
-    dry = await store.prune(cutoff, dry_run=True, batch_size=1)
+    dry = await store.upkeep.prune(cutoff, dry_run=True, batch_size=1)
     assert dry.session_ids == ["old-a", "old-a-fork", "old-b", "old-c"]
     assert dry.tree_count == 3
     assert dry.dry_run
     assert database.count("sessions") == 7
-    report = await store.prune(cutoff, batch_size=2)
+    report = await store.upkeep.prune(cutoff, batch_size=2)
     assert report.session_ids == dry.session_ids
     assert not report.dry_run
     left = {row[0] for row in database.query("SELECT session_id FROM sessions")}
     assert left == {"kept-by-fork", "fresh-fork", "new"}
     assert database.count("middleware_state") == 0
     assert database.count("transcript_delta", "session_id = ?", ("old-a",)) == 0
-    assert (await store.prune(cutoff)).session_ids == []
+    assert (await store.upkeep.prune(cutoff)).session_ids == []
 
 
 async def test_prune_by_owner_touches_only_that_owners_trees(store: Any, database: Any) -> None:
@@ -69,7 +69,7 @@ async def test_prune_by_owner_touches_only_that_owners_trees(store: Any, databas
     await make(store, "alice-1", "alice")
     await make(store, "bob-1", "bob")
     age(database, 40, "alice-1", "bob-1")
-    report = await store.prune(int(time.time()) - DAY, owner_id="alice")
+    report = await store.upkeep.prune(int(time.time()) - DAY, owner_id="alice")
     assert report.session_ids == ["alice-1"]
     assert await store.session_summary("bob-1") is not None
 
@@ -89,7 +89,7 @@ async def test_prune_refuses_bad_input(
     await make(store, "s")
     age(database, 40, "s")
     with pytest.raises(InvalidInput):
-        await store.prune(**arguments)
+        await store.upkeep.prune(**arguments)
     assert database.count("sessions") == 1
 
 
@@ -98,19 +98,19 @@ async def test_tree_lists_what_delete_removes(store: Any) -> None:
     await make(store, "root")
     await store.fork("root", 1, Checkpoint.empty("child"))
     await store.fork("child", 0, Checkpoint.empty("grandchild"))
-    assert await store.tree("root") == ["child", "grandchild", "root"]
-    assert await store.tree("child") == ["child", "grandchild"]
-    assert await store.tree("absent") == []
+    assert await store.upkeep.tree("root") == ["child", "grandchild", "root"]
+    assert await store.upkeep.tree("child") == ["child", "grandchild"]
+    assert await store.upkeep.tree("absent") == []
 
 
 async def test_stats_count_what_the_store_holds(store: Any) -> None:
     """Sessions, forks, checkpoints and transcript batches are counted."""
-    empty = await store.stats()
+    empty = await store.upkeep.stats()
     assert empty.session_count == 0
     await make(store, "a")
     await make(store, "b")
     await store.fork("a", 1, Checkpoint.empty("a-fork"))
-    found = await store.stats()
+    found = await store.upkeep.stats()
     assert (found.session_count, found.fork_count) == (3, 1)
     assert found.checkpoint_count == 2
     assert found.transcript_batch_count == 2
@@ -119,7 +119,7 @@ async def test_stats_count_what_the_store_holds(store: Any) -> None:
 
 async def test_doctor_reports_a_healthy_store_and_finds_unreachable_blobs(store: Any) -> None:
     """A fresh store has no problems; a blob orphaned by a newer head is counted, then collected."""
-    report = await store.doctor()
+    report = await store.upkeep.doctor()
     assert report.problems == []
     assert report.schema_version == report.supported_schema_version
     rt = await runtime(store, "rt")
@@ -138,28 +138,28 @@ async def test_doctor_reports_a_healthy_store_and_finds_unreachable_blobs(store:
             checkpoint=turnstore.HydratedSessionCheckpoint(tool_state={"v": 2}),
         )
     )
-    assert (await store.doctor()).unreachable_blob_count >= 1
-    collected = await store.collect_garbage()
+    assert (await store.upkeep.doctor()).unreachable_blob_count >= 1
+    collected = await store.upkeep.gc_unreachable()
     assert collected.deleted_blob_count >= 1
-    assert (await store.doctor()).unreachable_blob_count == 0
+    assert (await store.upkeep.doctor()).unreachable_blob_count == 0
 
 
 def test_doctor_finds_a_dropped_index(blocking_store: Any, database: Any) -> None:
     """A missing index is a problem naming it."""
     database.query("DROP INDEX sessions_parent_idx")
-    report = blocking_store.doctor()
+    report = blocking_store.upkeep.doctor()
     assert report.missing_indexes == ["sessions_parent_idx"]
     assert "missing index sessions_parent_idx" in report.problems
 
 
-async def test_vacuum_database_removes_tombstoned_nodes(store: Any, database: Any) -> None:
-    """vacuum_database removes every session's tombstoned nodes, then VACUUMs."""
+async def test_upkeep_vacuum_removes_tombstoned_nodes(store: Any, database: Any) -> None:
+    """upkeep.vacuum removes every session's tombstoned nodes, then VACUUMs."""
     rt = await runtime(store, "rt")
     await rt.commit_runtime_state(
         make_commit("rt", None, replace([*chain("n1", "n2"), chain("x")[0]], leaf="n2"))
     )
     await rt.tombstone_nodes(["x"])
-    report = await store.vacuum_database()
+    report = await store.upkeep.vacuum()
     assert report.removed_node_count == 1
     assert database.count("graph_nodes") == 2
     assert report.bytes_after > 0
@@ -182,12 +182,12 @@ def test_backup_is_a_consistent_private_copy_while_a_writer_runs(tmp_path: Path)
         writer.start()
         try:
             time.sleep(0.2)
-            report = store.backup(tmp_path / "copy.sqlite3")
+            report = store.upkeep.backup(tmp_path / "copy.sqlite3")
         finally:
             stop.set()
             writer.join()
         with pytest.raises(ConfigError, match="exists"):
-            store.backup(tmp_path / "copy.sqlite3")
+            store.upkeep.backup(tmp_path / "copy.sqlite3")
     copy = Path(report.path)
     assert stat.S_IMODE(copy.stat().st_mode) == 0o600
     assert report.bytes == copy.stat().st_size
@@ -207,10 +207,10 @@ def test_backup_refusals_name_the_fix(
     target = tmp_path / "missing-folder" / "copy.sqlite3"
     expected = "pg_dump" if backend_name == "postgres" else "cannot create"
     with pytest.raises(ConfigError, match=expected):
-        blocking_store.backup(target)
+        blocking_store.upkeep.backup(target)
     assert not target.parent.exists()
     with pytest.raises(InvalidInput):
-        blocking_store.backup("")
+        blocking_store.upkeep.backup("")
 
 
 def test_migrate_lists_then_runs_the_steps_of_an_older_database(
@@ -228,7 +228,7 @@ def test_migrate_lists_then_runs_the_steps_of_an_older_database(
     assert done.from_version == 3
     assert turnstore.migrate(store_url).steps == []
     with turnstore.open_blocking(store_url, read_only=True) as store:
-        assert store.doctor().problems == []
+        assert store.upkeep.doctor().problems == []
 
 
 def test_every_schema_version_has_a_step_summary() -> None:
@@ -248,12 +248,47 @@ def test_read_only_stores_refuse_the_destructive_calls(store_url: str) -> None:
         store.save(checkpoint)
     with turnstore.open_blocking(store_url, read_only=True) as store:
         for call in (
-            lambda: store.prune(int(time.time()) + DAY),
-            store.vacuum_database,
-            store.collect_garbage,
-            lambda: store.import_trees(io.BytesIO(b"")),
+            lambda: store.upkeep.prune(int(time.time()) + DAY),
+            store.upkeep.vacuum,
+            store.upkeep.gc_unreachable,
+            lambda: store.upkeep.import_trees(io.BytesIO(b"")),
         ):
             with pytest.raises((turnstore.errors.ReadOnlyStore, InvalidInput)):
                 call()
-        assert store.prune(int(time.time()) + DAY, dry_run=True).session_ids == ["s"]
+        assert store.upkeep.prune(int(time.time()) + DAY, dry_run=True).session_ids == ["s"]
     assert os.path.exists(store_url) or store_url.startswith("postgresql")
+
+
+def test_the_operators_face_is_one_object_that_closes_with_its_store(store_url: str) -> None:
+    """`store.upkeep` runs on the store's connections: it works open and refuses once closed."""
+    store = turnstore.open_blocking(store_url)
+    upkeep = store.upkeep
+    assert upkeep is store.upkeep
+    assert isinstance(upkeep, turnstore.BlockingUpkeep)
+    assert upkeep.stats().session_count == 0
+    store.close()
+    with pytest.raises(turnstore.StoreClosed):
+        upkeep.stats()
+
+
+async def test_both_faces_collect_garbage_with_one_operation(store: Any) -> None:
+    """upkeep.gc_unreachable and the runtime face's gc_unreachable delete the same blobs."""
+    rt = await runtime(store, "rt")
+    first = await rt.commit_runtime_state(
+        make_commit(
+            "rt",
+            None,
+            replace(chain("n1")),
+            checkpoint=turnstore.HydratedSessionCheckpoint(tool_state={"v": 1}),
+        )
+    )
+    await rt.commit_runtime_state(
+        make_commit(
+            "rt",
+            first.head_revision,
+            checkpoint=turnstore.HydratedSessionCheckpoint(tool_state={"v": 2}),
+        )
+    )
+    assert (await store.upkeep.gc_unreachable()).deleted_blob_count >= 1
+    assert (await rt.gc_unreachable()).deleted_blob_count == 0
+    assert (await store.upkeep.doctor()).unreachable_blob_count == 0

@@ -113,7 +113,7 @@ def table_counts(store: Any) -> dict[str, int]:
     import msgspec
 
     out = io.BytesIO()
-    store.export_trees(out)
+    store.upkeep.export_trees(out)
     counts: dict[str, int] = {}
     for line in out.getvalue().splitlines():
         kind = msgspec.json.decode(line)["kind"]

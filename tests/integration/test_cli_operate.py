@@ -301,7 +301,7 @@ def test_gc_deletes_unreachable_blobs(cli: Cli, store_url: str) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["deleted_blob_count"] >= 1
     with turnstore.open_blocking(store_url) as store:
-        assert store.doctor().unreachable_blob_count == 0
+        assert store.upkeep.doctor().unreachable_blob_count == 0
 
 
 def test_vacuum_removes_tombstoned_nodes(cli: Cli, store_url: str, database: Any) -> None:

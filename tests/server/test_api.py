@@ -275,13 +275,13 @@ def test_the_server_is_read_only(serve, writer: BlockingStore) -> None:
     """Every write method is refused (405) on every path, and the database is unchanged."""
     checkpoint = new_session(writer, "s")
     turn(writer, checkpoint, "t")
-    before = (writer.stats(), writer.event_page("s", EventPageRequest(limit=100)))
+    before = (writer.upkeep.stats(), writer.event_page("s", EventPageRequest(limit=100)))
     server = serve()
     for path in ["/api/sessions", *[at(p, "s") for p in SESSION_PATHS]]:
         for method in ["POST", "PUT", "PATCH", "DELETE"]:
             response = httpx.request(method, f"{server.base}{path}", json={}, timeout=10)
             assert response.status_code == 405, (method, path)
-    after = (writer.stats(), writer.event_page("s", EventPageRequest(limit=100)))
+    after = (writer.upkeep.stats(), writer.event_page("s", EventPageRequest(limit=100)))
     assert builtins(after[1]) == builtins(before[1])
     counts = [
         {k: v for k, v in builtins(s).items() if k != "database_bytes"}

@@ -1,4 +1,4 @@
-"""The async store and its blocking twin expose the same operations with the same signatures."""
+"""Each async face and its blocking twin expose the same operations with the same signatures."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ import turnstore
 from turnstore import (
     BlockingRuntimeStore,
     BlockingStore,
+    BlockingUpkeep,
     Checkpoint,
     RuntimeStore,
     Store,
+    Upkeep,
 )
 
 SYNC_ON_BOTH = {"writer_stats", "runtime", "durability_tier", "session_id"}
@@ -31,7 +33,7 @@ def _operations(cls: type) -> dict[str, inspect.Signature]:
     }
 
 
-FACES = [(Store, BlockingStore), (RuntimeStore, BlockingRuntimeStore)]
+FACES = [(Store, BlockingStore), (Upkeep, BlockingUpkeep), (RuntimeStore, BlockingRuntimeStore)]
 
 
 @pytest.mark.parametrize(("async_face", "blocking_face"), FACES)
@@ -160,3 +162,24 @@ def test_the_events_reference_lists_every_event_kind() -> None:
     listed = set(re.findall(r"^\| `([a-z_]+)` \| `([A-Za-z]+)` \|", page, re.MULTILINE))
     variants = typing.get_args(turnstore.events.EventMsg)
     assert listed == {(kind.__struct_config__.tag, kind.__name__) for kind in variants}
+
+
+def test_the_store_holds_the_agent_loops_operations_only() -> None:
+    """The operators' calls are on `store.upkeep`, not on the store; `upkeep` names its face."""
+    operators = set(_operations(Upkeep))
+    assert operators == {
+        "tree",
+        "prune",
+        "stats",
+        "doctor",
+        "vacuum",
+        "backup",
+        "export_trees",
+        "import_trees",
+        "gc_unreachable",
+        "list_uncommitted_attachments",
+    }
+    for store, upkeep in [(Store, Upkeep), (BlockingStore, BlockingUpkeep)]:
+        assert not operators & set(_operations(store))
+        hints = typing.get_type_hints(store.upkeep.fget)
+        assert hints["return"] is upkeep

@@ -11,7 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from turnstore import Checkpoint, ContextItemImmutable, InvalidInput
+from turnstore import Checkpoint, InvalidInput
+from turnstore.errors import ContextItemImmutable
 from turnstore.records.context import CLEAN, Context, FrozenDict, FrozenList, freeze
 
 ITEM = {"role": "tool", "content": [{"type": "text", "text": "secret"}], "n": 1}

@@ -211,7 +211,7 @@ def show_session(
 
 def doomed_sessions(store: BlockingStore, url: str, session_ids: tuple[str, ...]) -> list[str]:
     """Every session deleting `session_ids` removes; fails, deleting nothing, if one is absent."""
-    trees = {session_id: store.tree(session_id) for session_id in session_ids}
+    trees = {session_id: store.upkeep.tree(session_id) for session_id in session_ids}
     missing = [session_id for session_id, tree in trees.items() if not tree]
     if missing:
         names = ", ".join(repr(session_id) for session_id in missing)

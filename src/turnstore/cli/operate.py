@@ -81,12 +81,16 @@ def prune(
     before = seconds_ago(older_than)
     with open_store(url, read_only=dry_run) as store:
         if not dry_run and not yes:
-            preview = store.prune(before, owner_id=owner, dry_run=True, batch_size=batch_size)
+            preview = store.upkeep.prune(
+                before, owner_id=owner, dry_run=True, batch_size=batch_size
+            )
             if preview.session_ids:
                 _show_pruned(output.make_console(stderr=True), preview, before, "Will prune")
                 confirm(f"Delete these {len(preview.session_ids)} session(s)", yes=yes)
         with progress_bar("Pruning"):
-            report = store.prune(before, owner_id=owner, dry_run=dry_run, batch_size=batch_size)
+            report = store.upkeep.prune(
+                before, owner_id=owner, dry_run=dry_run, batch_size=batch_size
+            )
     if as_json:
         echo_json(report.to_builtins())
         return
@@ -115,7 +119,7 @@ def gc(url: str, yes: bool, as_json: bool) -> None:
     """
     with open_store(url) as store:
         confirm("Delete every blob no session reaches", yes=yes)
-        report = store.collect_garbage()
+        report = store.upkeep.gc_unreachable()
     rows = [
         ("deleted blobs", str(report.deleted_blob_count)),
         ("kept blobs", str(report.retained_blob_count)),
@@ -136,7 +140,7 @@ def vacuum(url: str, yes: bool, as_json: bool) -> None:
     """
     with open_store(url) as store:
         confirm("Remove tombstoned graph nodes and VACUUM the database", yes=yes)
-        report = store.vacuum_database()
+        report = store.upkeep.vacuum()
     rows = [
         ("removed graph nodes", str(report.removed_node_count)),
         ("size before", output.size(report.bytes_before)),
@@ -216,7 +220,7 @@ def doctor(ctx: click.Context, url: str, as_json: bool) -> None:
     and unreachable blobs, and on PostgreSQL missing indexes and table bloat.
     """
     with open_store(url, read_only=True) as store:
-        report = store.doctor()
+        report = store.upkeep.doctor()
     problems = report.problems
     emit(as_json, {**report.to_builtins(), "problems": problems}, _doctor_rows(report))
     if not as_json:
@@ -253,7 +257,7 @@ def stats(url: str, as_json: bool) -> None:
     URL is the store.
     """
     with open_store(url, read_only=True) as store:
-        found = store.stats()
+        found = store.upkeep.stats()
     emit(as_json, found.to_builtins(), _stats_rows(found))
 
 

@@ -226,7 +226,7 @@ def backup(url: str, destination: Path, as_json: bool) -> None:
     backed up with pg_dump instead.
     """
     with open_store(url, read_only=True) as store:
-        report = store.backup(destination)
+        report = store.upkeep.backup(destination)
     if as_json:
         echo_json(report.to_builtins())
         return

@@ -1,1 +1,1 @@
-"""The store's two faces: `aio` (written by hand) and `blocking` (generated from it)."""
+"""The store's faces by audience: `aio_X` written by hand, `blocking_X` generated from it."""

@@ -71,7 +71,7 @@ class DoctorReport(Record, kw_only=True):
 
 
 class VacuumDatabaseReport(Record, kw_only=True):
-    """What `vacuum_database` did: tombstoned nodes removed and the database's size around it."""
+    """What `Upkeep.vacuum` did: tombstoned nodes removed and the database's size around it."""
 
     removed_node_count: U64 = 0
     bytes_before: U64 = 0

@@ -1,0 +1,171 @@
+"""The runtime contract's async face, `RuntimeStore`: one session's graph and queue.
+
+Reached as `Store.runtime(session_id)`; it shares the store's driver.
+Written by hand; `tools/async_to_sync.py` generates `turnstore.faces.blocking_runtime`.
+"""
+
+from __future__ import annotations
+
+from turnstore.ops import runtime as runtime_ops
+from turnstore.records.runtime import (
+    AttachmentIntent,
+    AttachmentManifestEntry,
+    DurabilityTier,
+    GcReport,
+    PersistedSessionRead,
+    QueuedWorkBatch,
+    QueuedWorkBatchDraft,
+    QueuedWorkClaim,
+    QueuedWorkClaimBoundary,
+    RuntimeCommit,
+    RuntimeCommitResult,
+    SessionMeta,
+    SessionNodeRecord,
+    SessionPickerInfo,
+    SessionReadScope,
+    VacuumReport,
+)
+from turnstore.rules.runtime import DURABILITY_TIER
+from turnstore.steps import AsyncDriver
+
+
+class RuntimeStore:
+    """The async runtime face of one session: graph, commits, queue, attachments, blobs."""
+
+    def __init__(self, driver: AsyncDriver, session_id: str) -> None:
+        self._driver = driver
+        self._session_id = session_id
+
+    @property
+    def session_id(self) -> str:
+        """The session this handle is bound to."""
+        return self._session_id
+
+    def durability_tier(self) -> DurabilityTier:
+        """`inline`: a commit is durable (fsynced, or committed on a server) when it returns."""
+        return DURABILITY_TIER
+
+    async def load_session(
+        self, scope: SessionReadScope | None = None
+    ) -> PersistedSessionRead | None:
+        """Load head, graph (FullGraph, or ActivePath to a leaf), checkpoint and token ledger."""
+        return await self._driver.run(runtime_ops.load_session(self._session_id, scope))
+
+    async def load_node(self, node_id: str) -> SessionNodeRecord | None:
+        """Load one live node of the session graph."""
+        return await self._driver.run(runtime_ops.load_node(self._session_id, node_id))
+
+    async def commit_runtime_state(self, commit: RuntimeCommit) -> RuntimeCommitResult:
+        """Commit graph, checkpoint, usage, queue completions and attachments atomically."""
+        return await self._driver.run(runtime_ops.commit_runtime_state(self._session_id, commit))
+
+    async def enqueue_queued_work(self, batch: QueuedWorkBatchDraft) -> QueuedWorkBatch:
+        """Append a batch of input to the session's durable queue."""
+        return await self._driver.run(runtime_ops.enqueue_queued_work(self._session_id, batch))
+
+    async def claim_ready_queued_work(
+        self,
+        owner_id: str,
+        boundary: QueuedWorkClaimBoundary,
+        lease_ttl_ms: int,
+        max_batches: int,
+    ) -> QueuedWorkClaim | None:
+        """Lease the next ready group of batches for `owner_id`, or None."""
+        return await self._driver.run(
+            runtime_ops.claim_ready_queued_work(
+                self._session_id, owner_id, boundary, lease_ttl_ms, max_batches
+            )
+        )
+
+    async def claim_ready_queued_work_by_batch_ids(
+        self,
+        owner_id: str,
+        boundary: QueuedWorkClaimBoundary,
+        lease_ttl_ms: int,
+        batch_ids: list[str],
+    ) -> QueuedWorkClaim | None:
+        """Claim exactly these batches if they are the next ready group, else None."""
+        return await self._driver.run(
+            runtime_ops.claim_ready_queued_work_by_batch_ids(
+                self._session_id, owner_id, boundary, lease_ttl_ms, batch_ids
+            )
+        )
+
+    async def renew_queued_work_claim(
+        self, claim: QueuedWorkClaim, lease_ttl_ms: int
+    ) -> QueuedWorkClaim:
+        """Extend a live claim's lease; an expired one raises QueuedWorkClaimExpired."""
+        return await self._driver.run(
+            runtime_ops.renew_queued_work_claim(self._session_id, claim, lease_ttl_ms)
+        )
+
+    async def abandon_queued_work_claim(self, claim: QueuedWorkClaim) -> None:
+        """Release a claim without completing it; its batches are ready again."""
+        await self._driver.run(runtime_ops.abandon_queued_work_claim(self._session_id, claim))
+
+    async def cancel_queued_work_batch(self, batch_id: str) -> QueuedWorkBatch | None:
+        """Remove an unclaimed batch; None when missing or held by a live claim."""
+        return await self._driver.run(
+            runtime_ops.cancel_queued_work_batch(self._session_id, batch_id)
+        )
+
+    async def list_queued_work(self) -> list[QueuedWorkBatch]:
+        """List the session's queued batches in order."""
+        return await self._driver.run(runtime_ops.list_queued_work(self._session_id, False))
+
+    async def list_pending_queued_work(self) -> list[QueuedWorkBatch]:
+        """List batches no live claim holds (expired claims count as pending)."""
+        return await self._driver.run(runtime_ops.list_queued_work(self._session_id, True))
+
+    async def record_intent(self, intent: AttachmentIntent) -> None:
+        """Record an attachment write before its bytes land."""
+        await self._driver.run(runtime_ops.record_intent(self._session_id, intent))
+
+    async def commit_refs(self, attachment_ids: list[str]) -> None:
+        """Stamp attachments committed outside a runtime commit."""
+        await self._driver.run(runtime_ops.commit_refs(self._session_id, attachment_ids))
+
+    async def list_uncommitted(self, older_than_epoch_ms: int) -> list[AttachmentManifestEntry]:
+        """List intents older than a time that no commit referenced."""
+        return await self._driver.run(
+            runtime_ops.list_uncommitted(self._session_id, older_than_epoch_ms)
+        )
+
+    async def forget(self, attachment_id: str) -> bool:
+        """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
+        return await self._driver.run(runtime_ops.forget(self._session_id, attachment_id))
+
+    async def canonical_uri_in_use(self, canonical_uri: str) -> bool:
+        """Whether any attachment entry of any session, committed or not, names this URI."""
+        return await self._driver.run(runtime_ops.canonical_uri_in_use(canonical_uri))
+
+    async def save_session_meta(self, meta: SessionMeta) -> None:
+        """Replace the session's metadata."""
+        await self._driver.run(runtime_ops.save_session_meta(self._session_id, meta))
+
+    async def load_session_meta(self) -> SessionMeta | None:
+        """Load the session's metadata."""
+        return await self._driver.run(runtime_ops.load_session_meta(self._session_id))
+
+    async def picker_info(self) -> SessionPickerInfo | None:
+        """What a resume picker shows of the session."""
+        return await self._driver.run(runtime_ops.picker_info(self._session_id))
+
+    async def tombstone_nodes(self, ids: list[str]) -> None:
+        """Mark graph nodes dead; loads skip them until vacuum removes them.
+
+        Ids that are not live nodes of the session are ignored. Every live node keeps its
+        path to the root, so the call is refused with `InvalidInput`, changing nothing, when
+        a node is the head's leaf (commit another leaf first; otherwise `load_session` would
+        return a leaf that is no node and an empty active path) or has a live child that is
+        not tombstoned with it (tombstone a node together with all of its descendants).
+        """
+        await self._driver.run(runtime_ops.tombstone_nodes(self._session_id, ids))
+
+    async def vacuum(self) -> VacuumReport:
+        """Physically remove this session's tombstoned nodes."""
+        return await self._driver.run(runtime_ops.vacuum(self._session_id))
+
+    async def gc_unreachable(self) -> GcReport:
+        """Delete every blob that no session head reaches."""
+        return await self._driver.run(runtime_ops.gc_unreachable())

@@ -1,0 +1,113 @@
+"""The operators' async face, `Upkeep`: prune, stats, doctor, VACUUM, backup, transfer.
+
+Reached as `Store.upkeep`; it shares the store's driver, so it closes with the store.
+Written by hand; `tools/async_to_sync.py` generates `turnstore.faces.blocking_upkeep`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import IO
+
+from turnstore.backends.sql.transfer import OnConflict
+from turnstore.ops import runtime as runtime_ops
+from turnstore.ops import upkeep as upkeep_ops
+from turnstore.ops.upkeep import Progress
+from turnstore.records.runtime import AttachmentManifestEntry, GcReport
+from turnstore.records.upkeep import (
+    BackupReport,
+    DoctorReport,
+    PruneReport,
+    StoreStats,
+    TransferReport,
+    VacuumDatabaseReport,
+)
+from turnstore.steps import AsyncDriver
+
+
+class Upkeep:
+    """The operators' async face of a store: whole-store reports, sweeps and transfers."""
+
+    def __init__(self, driver: AsyncDriver) -> None:
+        self._driver = driver
+
+    async def tree(self, session_id: str) -> list[str]:
+        """The session and every fork below it (what deleting it removes), sorted; [] if absent."""
+        return await self._driver.run(upkeep_ops.tree(session_id))
+
+    async def prune(
+        self,
+        updated_before: int,
+        *,
+        owner_id: str | None = None,
+        dry_run: bool = False,
+        batch_size: int = 100,
+    ) -> PruneReport:
+        """Delete every tree whose sessions were all last updated before a Unix time.
+
+        Trees go `batch_size` to a transaction, so writers wait at most one batch; with
+        `owner_id`, only trees whose root that owner holds; `dry_run` only reports.
+        """
+        return await self._driver.run(
+            upkeep_ops.prune(updated_before, owner_id, dry_run, batch_size)
+        )
+
+    async def stats(self) -> StoreStats:
+        """Counts of sessions, turns, events, tokens and blobs, and the database's size."""
+        return await self._driver.run(upkeep_ops.stats())
+
+    async def doctor(self) -> DoctorReport:
+        """Check the store's health: schema, integrity, WAL, orphans, blobs, indexes, bloat."""
+        return await self._driver.run(upkeep_ops.doctor())
+
+    async def vacuum(self) -> VacuumDatabaseReport:
+        """Remove every session's tombstoned nodes, then VACUUM the database."""
+        return await self._driver.run(upkeep_ops.vacuum_database())
+
+    async def backup(self, destination: str | os.PathLike[str]) -> BackupReport:
+        """Copy a SQLite database, consistently while writers run, to a new `0600` file.
+
+        On PostgreSQL this raises `ConfigError`: back up the server with pg_dump.
+        """
+        return await self._driver.run(upkeep_ops.backup(destination))
+
+    async def export_trees(
+        self,
+        out: IO[bytes],
+        *,
+        session_ids: Sequence[str] | None = None,
+        owner_id: str | None = None,
+        progress: Progress | None = None,
+    ) -> TransferReport:
+        """Write session trees to `out` in the export format (JSON Lines), one tree at a time.
+
+        The trees of `session_ids` (a fork's whole tree, from its root), of an owner, or of
+        every session; each tree is read in one snapshot, so memory stays flat.
+        """
+        return await self._driver.run(upkeep_ops.export_trees(out, session_ids, owner_id, progress))
+
+    async def import_trees(
+        self,
+        source: IO[bytes],
+        *,
+        on_conflict: OnConflict = "fail",
+        progress: Progress | None = None,
+    ) -> TransferReport:
+        """Write the trees of an export, one transaction each; identical trees are skipped.
+
+        A tree whose sessions exist with other content raises `SessionExists` under
+        `fail` (trees before it stay imported), is kept under `skip`, and replaced under
+        `replace`. A damaged or cut-off file raises `InvalidInput` at the tree it damages.
+        """
+        return await self._driver.run(upkeep_ops.import_trees(source, on_conflict, progress))
+
+    async def gc_unreachable(self) -> GcReport:
+        """Delete every blob that no session head reaches (the runtime face's same call)."""
+        return await self._driver.run(runtime_ops.gc_unreachable())
+
+    async def list_uncommitted_attachments(
+        self, older_than_epoch_ms: int
+    ) -> list[AttachmentManifestEntry]:
+        """Every session's uncommitted attachment intents older than a time, deleted ones too."""
+        return await self._driver.run(runtime_ops.list_every_uncommitted(older_than_epoch_ms))

@@ -1,0 +1,236 @@
+"""The agent loop's blocking face: `open_blocking` and `BlockingStore`, the checkpoint contract.
+
+Generated from `turnstore.faces.aio_store` by `tools/async_to_sync.py`; do not edit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from turnstore.backends.sql.engine import Engine
+from turnstore.backends.urls import open_engine
+from turnstore.faces.blocking_runtime import BlockingRuntimeStore
+from turnstore.faces.blocking_upkeep import BlockingUpkeep
+from turnstore.ops import checkpoint as checkpoint_ops
+from turnstore.ops import watch as watch_ops
+from turnstore.records.base import WriterStats
+from turnstore.records.checkpoint import (
+    Checkpoint,
+    ContextWindow,
+    EventPage,
+    EventPageRequest,
+    ExecutionPage,
+    ExecutionPageRequest,
+    ExecutionRecord,
+    ForkTree,
+    JournalEvent,
+    SessionPage,
+    SessionPageRequest,
+    SessionSummary,
+    TimestampedEvent,
+    TranscriptPage,
+    TranscriptPageRequest,
+)
+from turnstore.records.protocol import Event
+from turnstore.rules.validation import validate_session_id
+from turnstore.steps import BlockingDriver
+
+
+def open_blocking(
+    url: str | os.PathLike[str], *, read_only: bool = False, create_dirs: bool = False
+) -> BlockingStore:
+    """Open the blocking store at `url`: `sqlite:///relative.db`, `postgresql://…` or a path.
+
+    A SQLite path may start with `~`; its folder must exist, unless `create_dirs` asks to
+    create it (PostgreSQL ignores `create_dirs`). A mistyped URL, a missing folder or a file
+    this process cannot write is a `ConfigError` naming the fix.
+
+    `read_only` opens an existing database without creating, migrating or writing it, and
+    creates no file beside it: it reads a read-only folder, a file this process cannot write,
+    and a database a live writer is using.
+    """
+    return BlockingStore(open_engine(url, read_only=read_only, create_dirs=create_dirs))
+
+
+class BlockingStore:
+    """The blocking store: the agent loop's operations of the checkpoint contract."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._driver = BlockingDriver(engine)
+        self._upkeep = BlockingUpkeep(self._driver)
+
+    @property
+    def upkeep(self) -> BlockingUpkeep:
+        """The operators' face on this store's connections: prune, stats, doctor, backup, …"""
+        return self._upkeep
+
+    def writer_stats(self) -> WriterStats:
+        """Counters of the write path: committed transactions and writes."""
+        return self._driver.writer_stats()
+
+    def runtime(self, session_id: str) -> BlockingRuntimeStore:
+        """The blocking runtime face bound to one session (graph, turn commits, queue, blobs)."""
+        self._driver.check_open()
+        return BlockingRuntimeStore(self._driver, validate_session_id(session_id))
+
+    def load(self, session_id: str) -> Checkpoint | None:
+        """Load the latest checkpoint of a session, or None."""
+        return self._driver.run(checkpoint_ops.load(session_id))
+
+    def save(
+        self,
+        checkpoint: Checkpoint,
+        transcript_delta: Iterable[Any] = (),
+        execution: ExecutionRecord | None = None,
+    ) -> None:
+        """Atomically replace the checkpoint, append transcript items, record a finished turn."""
+        self._driver.run(
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, ())
+        )
+
+    def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        transcript_delta: Iterable[Any] = (),
+        execution: ExecutionRecord | None = None,
+        events: Iterable[TimestampedEvent] = (),
+    ) -> list[JournalEvent]:
+        """Save as `save` and journal events in the same commit; return them after commit."""
+        return self._driver.run(
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, events)
+        )
+
+    def append_event(self, session_id: str, recorded_at_ms: int, event: Event) -> JournalEvent:
+        """Assign the next session-local sequence to one event and journal it."""
+        return self._driver.run(checkpoint_ops.append_event(session_id, recorded_at_ms, event))
+
+    def event_page(self, session_id: str, request: EventPageRequest) -> EventPage:
+        """Load one newest-first page of a session's journal events."""
+        return self._driver.run(checkpoint_ops.event_page(session_id, request))
+
+    def event_turn_page(self, session_id: str, before_sequence: int | None = None) -> EventPage:
+        """Load the newest whole turn of events before `before_sequence`."""
+        return self._driver.run(checkpoint_ops.event_turn_page(session_id, before_sequence))
+
+    def session_summary(self, session_id: str) -> SessionSummary | None:
+        """Load one session's catalog entry without decoding its checkpoint."""
+        return self._driver.run(checkpoint_ops.session_summary(session_id))
+
+    def list_sessions_page(self, request: SessionPageRequest) -> SessionPage:
+        """List one newest-first page of the session catalog (by owner or id prefix, if asked)."""
+        return self._driver.run(checkpoint_ops.list_sessions_page(request))
+
+    def transcript_page(self, session_id: str, request: TranscriptPageRequest) -> TranscriptPage:
+        """Load one newest-first page of transcript batches."""
+        return self._driver.run(checkpoint_ops.transcript_page(session_id, request))
+
+    def execution_page(self, session_id: str, request: ExecutionPageRequest) -> ExecutionPage:
+        """Load one newest-first page of a session's finished turns."""
+        return self._driver.run(checkpoint_ops.execution_page(session_id, request))
+
+    def recent_executions(
+        self, limit: int, *, owner_id: str | None = None
+    ) -> list[ExecutionRecord]:
+        """Load the most recently started finished turns of all sessions, or of one owner's."""
+        return self._driver.run(checkpoint_ops.recent_executions(limit, owner_id))
+
+    def fork_tree(self, session_id: str, *, limit: int = 1000) -> ForkTree | None:
+        """Load the fork tree holding a session: root first, then breadth-first; None if absent."""
+        return self._driver.run(checkpoint_ops.fork_tree(session_id, limit))
+
+    def fork(
+        self, parent_session_id: str, parent_sequence: int, checkpoint: Checkpoint
+    ) -> SessionSummary:
+        """Create a child session at an exact durable parent sequence."""
+        return self._driver.run(checkpoint_ops.fork(parent_session_id, parent_sequence, checkpoint))
+
+    def delete_sessions(self, session_ids: Sequence[str]) -> bool:
+        """Delete session trees and their state atomically; False if any id is absent."""
+        return self._driver.run(checkpoint_ops.delete_sessions(session_ids))
+
+    def append_context(
+        self,
+        session_id: str,
+        items: Iterable[Any],
+        owner_id: str | None = None,
+        expected_sequence: int | None = None,
+        state: Iterable[tuple[str, str, Any]] = (),
+    ) -> int:
+        """Append items to a session's context and transcript in one commit; the new sequence.
+
+        A missing session is created at sequence 1, owned by `owner_id`; an existing one
+        keeps its owner. With `expected_sequence`, the session must be at that sequence (0:
+        it must not exist yet), else `SequenceConflict` (`SessionNotFound` when it is gone).
+        `state` holds (scope, key, value) middleware state writes of the same commit.
+        """
+        return self._driver.run(
+            checkpoint_ops.append_context(session_id, items, owner_id, expected_sequence, state)
+        )
+
+    def pop_context(self, session_id: str, count: int = 1) -> list[Any]:
+        """Remove a session's newest `count` context items; return them, oldest first."""
+        return self._driver.run(checkpoint_ops.pop_context(session_id, count))
+
+    def clear_context(self, session_id: str) -> bool:
+        """Remove every context item of a session; False if there is no such session."""
+        return self._driver.run(checkpoint_ops.clear_context(session_id))
+
+    def context_tail(self, session_id: str, limit: int | None = None) -> list[Any]:
+        """Load a session's newest `limit` context items (all when None), oldest first."""
+        return self._driver.run(checkpoint_ops.context_tail(session_id, limit))
+
+    def context_window(
+        self, session_id: str, before: int | None = None, limit: int | None = None
+    ) -> ContextWindow:
+        """Load the newest `limit` context items before index `before`, with the sequence."""
+        return self._driver.run(checkpoint_ops.context_window(session_id, before, limit))
+
+    def replace_context(
+        self, session_id: str, sequence: int, start: int, items: Iterable[Any], drop_prefix: int = 0
+    ) -> bool:
+        """Replace the context from `start` on with `items`, if still at `sequence`.
+
+        Also drops the context's first `drop_prefix` items. False, writing nothing, when any
+        write moved the session past `sequence` (compare-and-set, as for a compaction).
+        """
+        return self._driver.run(
+            checkpoint_ops.replace_context(session_id, sequence, start, items, drop_prefix)
+        )
+
+    def load_state(self, scope: str, key: str) -> Any:
+        """Load one middleware state value, or None."""
+        return self._driver.run(checkpoint_ops.load_state(scope, key))
+
+    def load_state_scope(self, scope: str) -> dict[str, Any]:
+        """Load every middleware state value of one scope, by key."""
+        return self._driver.run(checkpoint_ops.load_state_scope(scope))
+
+    def save_state(self, scope: str, key: str, value: Any) -> None:
+        """Durably replace one middleware state value."""
+        self._driver.run(checkpoint_ops.save_state(scope, key, value))
+
+    def events_after(self, session_id: str, after_sequence: int, limit: int) -> EventPage:
+        """Load the stored events after a sequence, oldest first (compacted deltas are absent)."""
+        return self._driver.run(watch_ops.events_after(session_id, after_sequence, limit))
+
+    def wait_for_events(self, session_id: str, after_sequence: int, timeout: float) -> int:
+        """Wait up to `timeout` s for events past `after_sequence`; return the latest sequence."""
+        return self._driver.run(watch_ops.wait_for_events(session_id, after_sequence, timeout))
+
+    def close(self) -> None:
+        """Commit queued writes and release connections and threads."""
+        self._driver.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
