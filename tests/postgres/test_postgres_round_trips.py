@@ -64,14 +64,29 @@ def _turn(checkpoint: Checkpoint, msgs: list[Any]) -> tuple[list[TimestampedEven
 
 
 def _round_trips(trace: str) -> int:
-    """Client-to-server switches from the trace's start to the server's COMMIT answer."""
-    lines = [line.split("\t") for line in trace.splitlines()]
+    """Client-to-server switches from the save's first message to the server's COMMIT answer."""
+    lines = _after_notifies([line.split("\t") for line in trace.splitlines()])
     end = next(
         i for i, line in enumerate(lines) if line[1:2] == ["B"] and '"COMMIT"' in " ".join(line[3:])
     )
     directions = [line[1] for line in lines[: end + 1]]
     assert directions[0] == "F", "the trace starts with the save's first message"
     return sum(1 for a, b in itertools.pairwise(directions) if (a, b) == ("F", "B"))
+
+
+def _after_notifies(lines: list[list[str]]) -> list[list[str]]:
+    """The trace without the exchanges in front that send the previous saves' `pg_notify`.
+
+    The store's notify thread sends them on the pool's one connection after each commit, so
+    one may still be going out when tracing starts; they carry the store's channel name.
+    """
+    while True:
+        ready = next((i for i, line in enumerate(lines) if line[3:4] == ["ReadyForQuery"]), None)
+        if ready is None or not any(
+            "turnstore_events_" in "\t".join(line) for line in lines[:ready]
+        ):
+            return lines
+        lines = lines[ready + 1 :]
 
 
 def _traced_save(store: Any, checkpoint: Checkpoint, msgs: list[Any]) -> int:
