@@ -31,6 +31,8 @@ RENAMES: list[tuple[str, str]] = [
     (r"\basync def\b", "def"),
     (r"\bawait ", ""),
     (r"\bAsyncDriver\b", "BlockingDriver"),
+    (r"\bturnstore\.faces\.aio_langgraph\b", "turnstore.faces.blocking_langgraph"),
+    (r"\bLangGraphTables\b", "BlockingLangGraphTables"),
     (r"\bRuntimeStore\b", "BlockingRuntimeStore"),
     (r"\bStore\b", "BlockingStore"),
     (r"\bdef open\(", "def open_blocking("),

@@ -1,9 +1,7 @@
 """The async faces: `Store` for the checkpoint contract, `RuntimeStore` for one session.
 
-This file is the source of `turnstore.faces.blocking`: `tools/async_to_sync.py` generates the
-blocking twin from it, and `./dev lint` fails when the twin is stale. Each method only
-forwards to an operation of `turnstore.ops`, so both faces run the same code.
-"""
+`tools/async_to_sync.py` generates `turnstore.faces.blocking` from this file (`./dev lint`
+fails on a stale twin); each method forwards to one operation of `turnstore.ops`."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ from typing import IO, Any, Self
 from turnstore.backends.sql.engine import Engine
 from turnstore.backends.sql.transfer import OnConflict
 from turnstore.backends.urls import open_engine
+from turnstore.faces.aio_langgraph import LangGraphTables
 from turnstore.ops import checkpoint as checkpoint_ops
 from turnstore.ops import runtime as runtime_ops
 from turnstore.ops import upkeep as upkeep_ops
@@ -87,10 +86,11 @@ def open(
 
 
 class Store:
-    """The async store: every operation of the checkpoint contract."""
+    """The async store: every operation of the checkpoint contract; `langgraph`, its tables."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._driver = AsyncDriver(engine)
+    def __init__(self, engine: Engine | AsyncDriver) -> None:
+        self._driver = engine if isinstance(engine, AsyncDriver) else AsyncDriver(engine)
+        self.langgraph = LangGraphTables(self._driver)
 
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""

@@ -13,6 +13,7 @@ from typing import IO, Any, Self
 from turnstore.backends.sql.engine import Engine
 from turnstore.backends.sql.transfer import OnConflict
 from turnstore.backends.urls import open_engine
+from turnstore.faces.blocking_langgraph import BlockingLangGraphTables
 from turnstore.ops import checkpoint as checkpoint_ops
 from turnstore.ops import runtime as runtime_ops
 from turnstore.ops import upkeep as upkeep_ops
@@ -85,10 +86,11 @@ def open_blocking(
 
 
 class BlockingStore:
-    """The blocking store: every operation of the checkpoint contract."""
+    """The blocking store: every operation of the checkpoint contract; `langgraph`, its tables."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._driver = BlockingDriver(engine)
+    def __init__(self, engine: Engine | BlockingDriver) -> None:
+        self._driver = engine if isinstance(engine, BlockingDriver) else BlockingDriver(engine)
+        self.langgraph = BlockingLangGraphTables(self._driver)
 
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""
