@@ -69,10 +69,10 @@ T = TypeVar("T")
 PAGE = 100
 """Checkpoints a listing reads at a time."""
 
-Ask = Callable[[Any], Any]
+_Ask = Callable[[Any], Any]
 """One call on the LangGraph tables: given `store.langgraph` of either face, its result
 (an awaitable on the async face)."""
-Flow = Generator[Ask, Any, T]
+_Flow = Generator[_Ask, Any, T]
 """An operation of the saver: yields calls on the tables, receives their results, returns
 its value; `_run` runs it on the blocking face and `_arun` on the async one."""
 
@@ -162,7 +162,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             raise StoreClosed("the store is closed")
         return self._shared
 
-    def _run(self, flow: Flow[T]) -> T:
+    def _run(self, flow: _Flow[T]) -> T:
         tables = self._open().blocking.langgraph
         try:
             ask = next(flow)
@@ -172,7 +172,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             result: T = done.value
             return result
 
-    async def _arun(self, flow: Flow[T]) -> T:
+    async def _arun(self, flow: _Flow[T]) -> T:
         tables = self._open().store.langgraph
         try:
             ask = next(flow)
@@ -190,7 +190,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> Flow[RunnableConfig]:
+    ) -> _Flow[RunnableConfig]:
         request = self._put_request(config, checkpoint, metadata, new_versions, set())
         result: PutResult = yield lambda tables: tables.put(request)
         if result.missing:
@@ -230,7 +230,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
         )
 
-    def _get_tuple(self, config: RunnableConfig) -> Flow[CheckpointTuple | None]:
+    def _get_tuple(self, config: RunnableConfig) -> _Flow[CheckpointTuple | None]:
         target = target_of(config)
         ns, checkpoint_id = target.checkpoint_ns, target.checkpoint_id
         loaded: LoadedCheckpoint | None = yield lambda tables: tables.get(
@@ -244,7 +244,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> Iterator[Flow[list[CheckpointTuple]]]:
+    ) -> Iterator[_Flow[list[CheckpointTuple]]]:
         """The flows that read a listing page by page; each returns the checkpoints to give."""
         cursor = _Cursor(limit)
         while cursor.more:
@@ -269,7 +269,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     def _page(
         self, query: SearchQuery, filter: dict[str, Any] | None, cursor: _Cursor
-    ) -> Flow[list[CheckpointTuple]]:
+    ) -> _Flow[list[CheckpointTuple]]:
         rows: list[CheckpointRow] = yield lambda tables: tables.search(query)
         matching = [row for row in rows if self._matches(row, filter)]
         loaded: list[LoadedCheckpoint] = (
@@ -288,7 +288,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     def _history(
         self, config: RunnableConfig, channels: Sequence[str]
-    ) -> Flow[Mapping[str, DeltaChannelHistory]]:
+    ) -> _Flow[Mapping[str, DeltaChannelHistory]]:
         target = target_of(config)
         ns, checkpoint_id, names = target.checkpoint_ns, target.checkpoint_id, list(channels)
         found: list[DeltaHistory] = yield lambda tables: tables.delta_history(
@@ -304,7 +304,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             result[history.channel] = entry
         return result
 
-    def _prune(self, thread_ids: Sequence[str], strategy: str) -> Flow[None]:
+    def _prune(self, thread_ids: Sequence[str], strategy: str) -> _Flow[None]:
         ids = [session_id(thread_id) for thread_id in thread_ids]
         self._forget(ids)
         if strategy == "delete":
