@@ -95,10 +95,15 @@ def pause(blocking: Callable[[], object], awaiting: Callable[[], Awaitable[objec
 
 
 class _Driver:
-    """What both drivers share: the engine, and whether the store was closed."""
+    """What both drivers share: the engine, and whether the store was closed.
 
-    def __init__(self, engine: Engine) -> None:
+    A `borrowed` driver runs on an engine another owner closes: its `close` ends only the
+    driver (and its threads), so parts built on one store can each hold their own driver.
+    """
+
+    def __init__(self, engine: Engine, *, borrowed: bool = False) -> None:
         self.engine = engine
+        self.borrowed = borrowed
         self.closed = False
 
     def check_open(self) -> None:
@@ -142,17 +147,18 @@ class BlockingDriver(_Driver):
             return result
 
     def close(self) -> None:
-        """Commit queued writes and release the engine's connections."""
+        """Commit queued writes and release the engine's connections (unless borrowed)."""
         if not self.closed:
             self.closed = True
-            self.engine.close()
+            if not self.borrowed:
+                self.engine.close()
 
 
 class AsyncDriver(_Driver):
     """Runs operations on the event loop: reads in a thread pool, writes awaited as futures."""
 
-    def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine: Engine, *, borrowed: bool = False) -> None:
+        super().__init__(engine, borrowed=borrowed)
         self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="turnstore-read")
 
     async def run(self, steps: Steps[T]) -> T:
@@ -193,8 +199,21 @@ class AsyncDriver(_Driver):
         return await future
 
     async def close(self) -> None:
-        """Commit queued writes, then release connections and threads."""
+        """Commit queued writes, then release connections (unless borrowed) and threads."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.borrowed:
+            # The engine stays open, so reads already running finish without us waiting.
+            self._readers.shutdown(wait=False)
+        else:
+            await asyncio.to_thread(self.engine.close)
+            self._readers.shutdown(wait=True)
+
+    def close_blocking(self) -> None:
+        """Close from blocking code, as `close` does, waiting in the caller's thread."""
         if not self.closed:
             self.closed = True
-            await asyncio.to_thread(self.engine.close)
+            if not self.borrowed:
+                self.engine.close()
             self._readers.shutdown(wait=True)

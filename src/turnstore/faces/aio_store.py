@@ -14,6 +14,7 @@ from typing import Any, Self
 
 from turnstore.backends.sql.engine import Engine
 from turnstore.backends.urls import open_engine
+from turnstore.faces.aio_langgraph import LangGraphTables
 from turnstore.faces.aio_runtime import RuntimeStore
 from turnstore.faces.aio_upkeep import Upkeep
 from turnstore.ops import checkpoint as checkpoint_ops
@@ -60,14 +61,20 @@ def open(
 class Store:
     """The async store: the agent loop's operations of the checkpoint contract."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._driver = AsyncDriver(engine)
+    def __init__(self, engine: Engine | AsyncDriver) -> None:
+        self._driver = engine if isinstance(engine, AsyncDriver) else AsyncDriver(engine)
         self._upkeep = Upkeep(self._driver)
+        self._langgraph = LangGraphTables(self._driver)
 
     @property
     def upkeep(self) -> Upkeep:
         """The operators' face on this store's connections: prune, stats, doctor, backup, …"""
         return self._upkeep
+
+    @property
+    def langgraph(self) -> LangGraphTables:
+        """The LangGraph saver's tables on this store's connections (see `TurnstoreSaver`)."""
+        return self._langgraph
 
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""

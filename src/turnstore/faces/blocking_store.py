@@ -12,6 +12,7 @@ from typing import Any, Self
 
 from turnstore.backends.sql.engine import Engine
 from turnstore.backends.urls import open_engine
+from turnstore.faces.blocking_langgraph import BlockingLangGraphTables
 from turnstore.faces.blocking_runtime import BlockingRuntimeStore
 from turnstore.faces.blocking_upkeep import BlockingUpkeep
 from turnstore.ops import checkpoint as checkpoint_ops
@@ -58,14 +59,20 @@ def open_blocking(
 class BlockingStore:
     """The blocking store: the agent loop's operations of the checkpoint contract."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._driver = BlockingDriver(engine)
+    def __init__(self, engine: Engine | BlockingDriver) -> None:
+        self._driver = engine if isinstance(engine, BlockingDriver) else BlockingDriver(engine)
         self._upkeep = BlockingUpkeep(self._driver)
+        self._langgraph = BlockingLangGraphTables(self._driver)
 
     @property
     def upkeep(self) -> BlockingUpkeep:
         """The operators' face on this store's connections: prune, stats, doctor, backup, …"""
         return self._upkeep
+
+    @property
+    def langgraph(self) -> BlockingLangGraphTables:
+        """The LangGraph saver's tables on this store's connections (see `TurnstoreSaver`)."""
+        return self._langgraph
 
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""

@@ -35,9 +35,9 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
+from turnstore import Store, open
 from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound, StorageError
-from turnstore.faces.aio import Store, open
-from turnstore.records.checkpoint import SessionCursor, SessionPageRequest
+from turnstore.records import SessionCursor, SessionPageRequest
 
 PREFIX = "adk/"
 """Every ADK session's turnstore id starts with this."""

@@ -16,16 +16,18 @@ message list above all) is stored as the new items only: the version names a pre
 stored lineage of items. The extension is found by identity, item by item, so it is never
 guessed from equal-looking values; a list that does not extend a known one is stored whole,
 as a new lineage, once. Reading any checkpoint reads each list's items in at most five
-ranges. One saver serves the sync and the async API over the same store.
+ranges. One saver serves the sync and the async API over the same store: it borrows the store
+through `turnstore.seam`, and each operation is written once as a flow of calls on the
+LangGraph tables (`store.langgraph`) that either face runs.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -40,12 +42,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from turnstore.backends.sql.engine import Engine
-from turnstore.backends.urls import open_engine
-from turnstore.errors import InvalidInput
-from turnstore.faces.aio import Store
-from turnstore.faces.blocking import BlockingStore
-from turnstore.integrations.langgraph_encoding import (
+from turnstore import BlockingStore, Store
+from turnstore.errors import InvalidInput, StoreClosed
+from turnstore.integrations._langgraph_encoding import (
     PREFIX,
     CheckpointEncoding,
     Known,
@@ -54,17 +53,51 @@ from turnstore.integrations.langgraph_encoding import (
     session_id,
     target_of,
 )
-from turnstore.ops import langgraph as ops
 from turnstore.records.langgraph import (
     CheckpointRow,
+    DeltaHistory,
+    LoadedCheckpoint,
+    PutResult,
     SearchQuery,
     WriteRow,
     WritesRequest,
 )
-from turnstore.steps import AsyncDriver, BlockingDriver, Steps
+from turnstore.seam import Shared, borrow
+
+T = TypeVar("T")
 
 PAGE = 100
 """Checkpoints a listing reads at a time."""
+
+_Ask = Callable[[Any], Any]
+"""One call on the LangGraph tables: given `store.langgraph` of either face, its result
+(an awaitable on the async face)."""
+_Flow = Generator[_Ask, Any, T]
+"""An operation of the saver: yields calls on the tables, receives their results, returns
+its value; `_run` runs it on the blocking face and `_arun` on the async one."""
+
+
+class _Cursor:
+    """Where a listing is: the next page's position and how many checkpoints it may still give."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.remaining = limit
+        self.after: tuple[str, str, str] | None = None
+        self.more = limit is None or limit > 0
+
+    def advance(
+        self, tuples: list[CheckpointTuple], rows: list[CheckpointRow], page: int
+    ) -> list[CheckpointTuple]:
+        """Move past one page; return the checkpoints of it the listing gives."""
+        given = tuples[: self.remaining]
+        if self.remaining is not None:
+            self.remaining -= len(given)
+        last = rows[-1] if len(rows) == page else None
+        self.after = (
+            None if last is None else (last.checkpoint_id, last.session_id, last.checkpoint_ns)
+        )
+        self.more = self.after is not None and (self.remaining is None or self.remaining > 0)
+        return given
 
 
 class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
@@ -82,14 +115,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     ) -> None:
         BaseCheckpointSaver.__init__(self, serde=serde)
         CheckpointEncoding.__init__(self)
-        self._owns_engine = not isinstance(store, Store | BlockingStore)
-        engine: Engine = (
-            open_engine(store)
-            if not isinstance(store, Store | BlockingStore)
-            else store._driver.engine  # the saver runs its own operations on the store's engine
-        )
-        self._blocking = BlockingDriver(engine)
-        self._async = AsyncDriver(engine)
+        self._shared: Shared = borrow(store)
 
     @classmethod
     def from_url(cls, url: str | os.PathLike[str], **options: Any) -> TurnstoreSaver:
@@ -100,23 +126,11 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     def close(self) -> None:
         """Release the saver's threads, and the store's connections if it opened them."""
-        if self._blocking.closed:
-            return
-        self._blocking.closed = self._async.closed = True
-        self._async._readers.shutdown(wait=True)
-        if self._owns_engine:
-            self._blocking.engine.close()
+        self._shared.close()
 
     async def aclose(self) -> None:
         """Close, as `close()`, without blocking the event loop."""
-        if self._blocking.closed:
-            return
-        self._blocking.closed = True
-        if self._owns_engine:
-            await self._async.close()
-        else:
-            self._async.closed = True
-            self._async._readers.shutdown(wait=False)
+        await self._shared.aclose()
 
     def __enter__(self) -> Self:
         return self
@@ -140,7 +154,35 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     ) -> None:
         await self.aclose()
 
-    # --- operations, each written once as steps ---------------------------------------------
+    # --- running a flow on either face ------------------------------------------------------
+
+    def _open(self) -> Shared:
+        # A flow encodes before its first call: a closed saver refuses before that work.
+        if self._shared.closed:
+            raise StoreClosed("the store is closed")
+        return self._shared
+
+    def _run(self, flow: _Flow[T]) -> T:
+        tables = self._open().blocking.langgraph
+        try:
+            ask = next(flow)
+            while True:
+                ask = flow.send(ask(tables))
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    async def _arun(self, flow: _Flow[T]) -> T:
+        tables = self._open().store.langgraph
+        try:
+            ask = next(flow)
+            while True:
+                ask = flow.send(await ask(tables))
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    # --- operations, each written once as a flow --------------------------------------------
 
     def _put(
         self,
@@ -148,13 +190,13 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> Steps[RunnableConfig]:
+    ) -> _Flow[RunnableConfig]:
         request = self._put_request(config, checkpoint, metadata, new_versions, set())
-        result = yield from ops.put(request)
+        result: PutResult = yield lambda tables: tables.put(request)
         if result.missing:
             whole = set(result.missing)
             request = self._put_request(config, checkpoint, metadata, new_versions, whole)
-            result = yield from ops.put(request)
+            result = yield lambda tables: tables.put(request)
         values = checkpoint["channel_values"]
         for write in request.lists:
             lineage, _ = result.stored[write.channel]
@@ -163,13 +205,13 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         target = target_of(config)
         return config_of(target.thread_id, target.checkpoint_ns, checkpoint["id"])
 
-    def _put_writes(
+    def _writes(
         self,
         config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> Steps[None]:
+    ) -> WritesRequest:
         target = target_of(config)
         if target.checkpoint_id is None:
             raise InvalidInput("pending writes need the config of a checkpoint (checkpoint_id)")
@@ -179,7 +221,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             )
             for idx, (channel, value) in enumerate(writes)
         ]
-        request = WritesRequest(
+        return WritesRequest(
             session_id=target.session_id,
             owner_id=owner_of(config),
             checkpoint_ns=target.checkpoint_ns,
@@ -187,12 +229,26 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             rows=rows,
             replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
         )
-        yield from ops.put_writes(request)
 
-    def _get_tuple(self, config: RunnableConfig) -> Steps[CheckpointTuple | None]:
+    def _get_tuple(self, config: RunnableConfig) -> _Flow[CheckpointTuple | None]:
         target = target_of(config)
-        loaded = yield from ops.get(target.session_id, target.checkpoint_ns, target.checkpoint_id)
+        ns, checkpoint_id = target.checkpoint_ns, target.checkpoint_id
+        loaded: LoadedCheckpoint | None = yield lambda tables: tables.get(
+            target.session_id, ns, checkpoint_id
+        )
         return None if loaded is None else self._tuple(target.thread_id, loaded)
+
+    def _listing(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Iterator[_Flow[list[CheckpointTuple]]]:
+        """The flows that read a listing page by page; each returns the checkpoints to give."""
+        cursor = _Cursor(limit)
+        while cursor.more:
+            yield self._page(self._search(config, before, cursor.after), filter, cursor)
 
     def _search(
         self,
@@ -212,34 +268,31 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         )
 
     def _page(
-        self,
-        query: SearchQuery,
-        filter: dict[str, Any] | None,
-    ) -> Steps[tuple[list[CheckpointTuple], tuple[str, str, str] | None]]:
-        rows = yield from ops.search(query)
-        matching: list[CheckpointRow] = []
-        for row in rows:
-            if not row.session_id.startswith(PREFIX):
-                continue
-            if filter:
-                metadata = self._loads(row.metadata_type, row.metadata)
-                if not all(metadata.get(key) == value for key, value in filter.items()):
-                    continue
-            matching.append(row)
-        loaded = (yield from ops.load_rows(matching)) if matching else []
+        self, query: SearchQuery, filter: dict[str, Any] | None, cursor: _Cursor
+    ) -> _Flow[list[CheckpointTuple]]:
+        rows: list[CheckpointRow] = yield lambda tables: tables.search(query)
+        matching = [row for row in rows if self._matches(row, filter)]
+        loaded: list[LoadedCheckpoint] = (
+            (yield lambda tables: tables.load_rows(matching)) if matching else []
+        )
         tuples = [self._tuple(item.row.session_id[len(PREFIX) :], item) for item in loaded]
-        after = None
-        if len(rows) == query.limit:
-            last = rows[-1]
-            after = (last.checkpoint_id, last.session_id, last.checkpoint_ns)
-        return tuples, after
+        return cursor.advance(tuples, rows, query.limit)
+
+    def _matches(self, row: CheckpointRow, filter: dict[str, Any] | None) -> bool:
+        if not row.session_id.startswith(PREFIX):
+            return False
+        if not filter:
+            return True
+        metadata = self._loads(row.metadata_type, row.metadata)
+        return all(metadata.get(key) == value for key, value in filter.items())
 
     def _history(
         self, config: RunnableConfig, channels: Sequence[str]
-    ) -> Steps[Mapping[str, DeltaChannelHistory]]:
+    ) -> _Flow[Mapping[str, DeltaChannelHistory]]:
         target = target_of(config)
-        found = yield from ops.delta_history(
-            target.session_id, target.checkpoint_ns, target.checkpoint_id, list(channels)
+        ns, checkpoint_id, names = target.checkpoint_ns, target.checkpoint_id, list(channels)
+        found: list[DeltaHistory] = yield lambda tables: tables.delta_history(
+            target.session_id, ns, checkpoint_id, names
         )
         result: dict[str, DeltaChannelHistory] = {}
         for history in found:
@@ -251,13 +304,13 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             result[history.channel] = entry
         return result
 
-    def _prune(self, thread_ids: Sequence[str], strategy: str) -> Steps[None]:
+    def _prune(self, thread_ids: Sequence[str], strategy: str) -> _Flow[None]:
         ids = [session_id(thread_id) for thread_id in thread_ids]
         self._forget(ids)
         if strategy == "delete":
-            yield from ops.delete_threads(ids)
+            yield lambda tables: tables.delete_threads(ids)
         elif strategy == "keep_latest":
-            yield from ops.keep_latest(ids)
+            yield lambda tables: tables.keep_latest(ids)
         else:
             raise InvalidInput(
                 f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'"
@@ -267,7 +320,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names (its id, else its namespace's newest), or None."""
-        return self._blocking.run(self._get_tuple(config))
+        return self._run(self._get_tuple(config))
 
     def list(
         self,
@@ -278,16 +331,8 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first: of a thread (and namespace), or of every thread."""
-        remaining = limit
-        after = None
-        while remaining is None or remaining > 0:
-            query = self._search(config, before, after)
-            tuples, after = self._blocking.run(self._page(query, filter))
-            yield from tuples[:remaining]
-            if remaining is not None:
-                remaining -= min(len(tuples), remaining)
-            if after is None:
-                return
+        for page in self._listing(config, filter, before, limit):
+            yield from self._run(page)
 
     def put(
         self,
@@ -297,7 +342,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint and the channel versions it introduces, in one commit."""
-        return self._blocking.run(self._put(config, checkpoint, metadata, new_versions))
+        return self._run(self._put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -307,38 +352,40 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes on the config's checkpoint."""
-        self._blocking.run(self._put_writes(config, writes, task_id, task_path))
+        tables = self._open().blocking.langgraph
+        tables.put_writes(self._writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: its turnstore session and everything stored for it."""
         self._forget([session_id(thread_id)])
-        self._blocking.run(ops.delete_threads([session_id(thread_id)]))
+        self._open().blocking.langgraph.delete_threads([session_id(thread_id)])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints and writes the given runs made."""
         self._forget(None)
-        self._blocking.run(ops.delete_runs(list(run_ids)))
+        self._open().blocking.langgraph.delete_runs(list(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, value and write of a thread to another thread."""
-        self._blocking.run(ops.copy(session_id(source_thread_id), session_id(target_thread_id)))
+        tables = self._open().blocking.langgraph
+        tables.copy(session_id(source_thread_id), session_id(target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """`keep_latest`: keep each namespace's newest checkpoint (and the ancestors its
         delta channels replay); `delete`: delete the threads."""
-        self._blocking.run(self._prune(thread_ids, strategy))
+        self._run(self._prune(thread_ids, strategy))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Each channel's writes along the checkpoint's ancestors and its seed, in one read."""
-        return self._blocking.run(self._history(config, channels))
+        return self._run(self._history(config, channels))
 
     # --- the async API ----------------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async `get_tuple`."""
-        return await self._async.run(self._get_tuple(config))
+        return await self._arun(self._get_tuple(config))
 
     async def alist(
         self,
@@ -349,17 +396,9 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Async `list`."""
-        remaining = limit
-        after = None
-        while remaining is None or remaining > 0:
-            query = self._search(config, before, after)
-            tuples, after = await self._async.run(self._page(query, filter))
-            for item in tuples[:remaining]:
+        for page in self._listing(config, filter, before, limit):
+            for item in await self._arun(page):
                 yield item
-            if remaining is not None:
-                remaining -= min(len(tuples), remaining)
-            if after is None:
-                return
 
     async def aput(
         self,
@@ -369,7 +408,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async `put`."""
-        return await self._async.run(self._put(config, checkpoint, metadata, new_versions))
+        return await self._arun(self._put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -379,31 +418,33 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """Async `put_writes`."""
-        await self._async.run(self._put_writes(config, writes, task_id, task_path))
+        tables = self._open().store.langgraph
+        await tables.put_writes(self._writes(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async `delete_thread`."""
         self._forget([session_id(thread_id)])
-        await self._async.run(ops.delete_threads([session_id(thread_id)]))
+        await self._open().store.langgraph.delete_threads([session_id(thread_id)])
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async `delete_for_runs`."""
         self._forget(None)
-        await self._async.run(ops.delete_runs(list(run_ids)))
+        await self._open().store.langgraph.delete_runs(list(run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async `copy_thread`."""
-        await self._async.run(ops.copy(session_id(source_thread_id), session_id(target_thread_id)))
+        tables = self._open().store.langgraph
+        await tables.copy(session_id(source_thread_id), session_id(target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async `prune`."""
-        await self._async.run(self._prune(thread_ids, strategy))
+        await self._arun(self._prune(thread_ids, strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Async `get_delta_channel_history`."""
-        return await self._async.run(self._history(config, channels))
+        return await self._arun(self._history(config, channels))
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """The next version of a channel: its counter, then a random tiebreak, as text.

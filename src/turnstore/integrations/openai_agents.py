@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from turnstore import Store, open
 from turnstore.errors import InvalidInput, StoreClosed
-from turnstore.faces.aio import Store, open
-from turnstore.rules.validation import optional_identifier, validate_session_id
+from turnstore.seam import optional_identifier, validate_session_id
 
 if TYPE_CHECKING:
     from agents.memory import SessionSettings

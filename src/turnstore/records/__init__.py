@@ -1,6 +1,7 @@
 """Every record of both contracts: pure data, JSON in the contracts' snake_case names.
 
-The protocol event types the records carry are in `turnstore.events`.
+The protocol event types the records carry are in `turnstore.events`; the LangGraph tables'
+records (the third contract, `store.langgraph`) are in `turnstore.records.langgraph`.
 """
 
 from __future__ import annotations

@@ -104,6 +104,11 @@ def catalog_first_user_message(
     return None if found is None else display_text(found)
 
 
+def catalog_line(text: str) -> str | None:
+    """A first user message as the catalog keeps it: None when blank, else cut and NUL-safe."""
+    return None if is_blank(text) else display_text(text[:FIRST_USER_CHARS])
+
+
 def prepare_save(
     checkpoint: object,
     transcript_delta: Iterable[Any],

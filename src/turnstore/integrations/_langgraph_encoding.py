@@ -1,4 +1,4 @@
-"""How the LangGraph checkpointer encodes checkpoints for the store, and decodes them.
+"""How the LangGraph saver encodes checkpoints for the store, and decodes them (private).
 
 Values go through the saver's serializer (`self.serde`, allowlist included) one channel
 version at a time; a list that extends a version this saver stored or loaded is sent as its
@@ -37,9 +37,7 @@ from turnstore.records.langgraph import (
     Typed,
     WriteRow,
 )
-from turnstore.rules.saves import FIRST_USER_CHARS
-from turnstore.rules.validation import display_text
-from turnstore.rules.values import is_blank
+from turnstore.seam import catalog_line
 
 PREFIX = "langgraph/"
 """Every LangGraph thread's turnstore session id starts with this."""
@@ -119,8 +117,9 @@ def _first_user_message(values: dict[str, Any], lists: list[ListWrite]) -> str |
             continue
         for item in values[write.channel]:
             human = getattr(item, "type", None) == "human"
-            if human and isinstance(item.content, str) and not is_blank(item.content):
-                return display_text(item.content[:FIRST_USER_CHARS])
+            line = catalog_line(item.content) if human and isinstance(item.content, str) else None
+            if line is not None:
+                return line
     return None
 
 

@@ -1,0 +1,79 @@
+"""The async face of the LangGraph tables (`store.langgraph`): the third contract's operations.
+
+Each method forwards to one operation of `turnstore.ops.langgraph`, like the store's other
+faces; `tools/async_to_sync.py` writes the blocking twin. The rows are already encoded: the
+LangGraph saver (`turnstore.integrations.langgraph`) serialises values and builds requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from turnstore.ops import langgraph as langgraph_ops
+from turnstore.records.langgraph import (
+    CheckpointRow,
+    DeltaHistory,
+    LoadedCheckpoint,
+    PutRequest,
+    PutResult,
+    SearchQuery,
+    WritesRequest,
+)
+from turnstore.steps import AsyncDriver
+
+
+class LangGraphTables:
+    """The async face of the LangGraph checkpoint tables, on its store's engine."""
+
+    def __init__(self, driver: AsyncDriver) -> None:
+        self._driver = driver
+
+    async def put(self, request: PutRequest) -> PutResult:
+        """Store a checkpoint and its new channel versions in one commit."""
+        return await self._driver.run(langgraph_ops.put(request))
+
+    async def put_writes(self, request: WritesRequest) -> None:
+        """Store a task's pending writes on a checkpoint."""
+        await self._driver.run(langgraph_ops.put_writes(request))
+
+    async def get(
+        self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> LoadedCheckpoint | None:
+        """Load one checkpoint by id, or a namespace's newest."""
+        return await self._driver.run(langgraph_ops.get(session_id, checkpoint_ns, checkpoint_id))
+
+    async def search(self, query: SearchQuery) -> list[CheckpointRow]:
+        """One newest-first page of checkpoint rows matching a listing."""
+        return await self._driver.run(langgraph_ops.search(query))
+
+    async def load_rows(self, rows: Iterable[CheckpointRow]) -> list[LoadedCheckpoint]:
+        """The values and writes of checkpoints a search found."""
+        return await self._driver.run(langgraph_ops.load_rows(rows))
+
+    async def delta_history(
+        self,
+        session_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        channels: Sequence[str],
+    ) -> list[DeltaHistory]:
+        """Each channel's writes on a checkpoint's ancestors back to its nearest stored value."""
+        return await self._driver.run(
+            langgraph_ops.delta_history(session_id, checkpoint_ns, checkpoint_id, channels)
+        )
+
+    async def delete_threads(self, session_ids: Sequence[str]) -> None:
+        """Delete threads' sessions (and everything hanging off them); absent ones are ignored."""
+        await self._driver.run(langgraph_ops.delete_threads(session_ids))
+
+    async def delete_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints and writes the given runs made."""
+        await self._driver.run(langgraph_ops.delete_runs(run_ids))
+
+    async def keep_latest(self, session_ids: Sequence[str]) -> None:
+        """Prune each thread to its namespaces' newest checkpoints (and what they replay)."""
+        await self._driver.run(langgraph_ops.keep_latest(session_ids))
+
+    async def copy(self, source: str, target: str) -> bool:
+        """Copy a thread's checkpoints, values and writes to another thread."""
+        return await self._driver.run(langgraph_ops.copy(source, target))

@@ -1,0 +1,17 @@
+"""The one seam for parts built on the store: integrations, and anyone writing one.
+
+A part takes what its user hands it (an open `turnstore.Store` / `BlockingStore`, or a URL)
+and `borrow`s it: `Shared.store` and `Shared.blocking` are its own async and blocking faces
+on the store's one engine, and closing the `Shared` closes only what the borrow opened.
+Beyond the seam a part uses the public names (`turnstore`, `turnstore.records`,
+`turnstore.events`, `turnstore.errors`) and the checks below, which refuse input as the
+store itself would, before the part's first call.
+"""
+
+from __future__ import annotations
+
+from turnstore.faces.shared import Shared, borrow
+from turnstore.rules.saves import catalog_line
+from turnstore.rules.validation import optional_identifier, validate_session_id
+
+__all__ = ["Shared", "borrow", "catalog_line", "optional_identifier", "validate_session_id"]
