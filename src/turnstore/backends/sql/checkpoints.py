@@ -25,7 +25,7 @@ from turnstore.rules.context import (
     first_difference,
     plan_context_write,
 )
-from turnstore.rules.events import EventWrite
+from turnstore.rules.journal import EventWrite
 from turnstore.rules.saves import PreparedFork, PreparedSave
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
 

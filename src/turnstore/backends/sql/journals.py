@@ -18,7 +18,7 @@ from turnstore.records.checkpoint import (
     TranscriptPage,
 )
 from turnstore.records.protocol import Event
-from turnstore.rules.events import (
+from turnstore.rules.journal import (
     STREAM_DELTA_KINDS,
     EventWrite,
     PreparedEvent,
