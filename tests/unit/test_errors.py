@@ -72,8 +72,10 @@ RUNTIME_CONFLICTS = [HeadRevisionConflict, RuntimeTurnCommitConflict, QueuedWork
 
 
 @pytest.mark.parametrize("error", RUNTIME_CONFLICTS)
-def test_runtime_conflicts_share_a_base_that_says_what_they_are(error: type[TurnstoreError]) -> None:
-    """The runtime contract's conflicts are RuntimeConflicts, and still CheckpointErrors until 0.2."""
+def test_runtime_conflicts_share_a_base_that_says_what_they_are(
+    error: type[TurnstoreError],
+) -> None:
+    """Runtime conflicts are RuntimeConflicts, and still CheckpointErrors until 0.2."""
     assert issubclass(error, RuntimeConflict)
     # Deprecated: kept for one minor version so existing `except CheckpointError` still catches.
     assert issubclass(error, CheckpointError)
@@ -83,7 +85,7 @@ def test_runtime_conflicts_share_a_base_that_says_what_they_are(error: type[Turn
 
 @pytest.mark.parametrize("error", [SequenceConflict, SessionExists, InvalidInput, NotFound])
 def test_checkpoint_refusals_are_not_runtime_conflicts(error: type[TurnstoreError]) -> None:
-    """CheckpointError stays the checkpoint contract's base; none of its own is a RuntimeConflict."""
+    """CheckpointError stays the checkpoint contract's base; its own are not RuntimeConflicts."""
     assert issubclass(error, CheckpointError)
     assert not issubclass(error, RuntimeConflict)
     assert not issubclass(RuntimeConflict, CheckpointError)
