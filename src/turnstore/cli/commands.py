@@ -1,4 +1,4 @@
-"""The `turnstore` command: a thin click layer over the public blocking API.
+"""Internal: the `turnstore` command: a thin click layer over the public blocking API.
 
 Exit codes: 0 success, 1 an error reported on one `Error:` line, 2 a usage error (see
 `turnstore.cli.common`).

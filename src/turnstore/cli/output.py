@@ -1,4 +1,4 @@
-"""Rich rendering of catalogs, sessions, events and journals, readable in 80 plain columns."""
+"""Internal: rich rendering of catalogs, sessions, events and journals in 80 plain columns."""
 
 from __future__ import annotations
 

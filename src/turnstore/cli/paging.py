@@ -1,4 +1,4 @@
-"""Keyset paging of the catalog and the event journal: opaque cursors and page walks."""
+"""Internal: keyset paging of the catalog and the event journal: opaque cursors and page walks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Records of the checkpoint store (checkpoint version 17): state, journals, pages."""
+"""Internal: records of the checkpoint store (checkpoint version 17): state, journals, pages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Records of the operators' calls: retention, statistics, health, backups, transfers."""
+"""Internal: records of the operators' calls: retention, statistics, health, backups, transfers."""
 
 from __future__ import annotations
 

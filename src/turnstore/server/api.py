@@ -1,4 +1,4 @@
-"""The JSON endpoints: each reads the store through its public async API, scoped and capped.
+"""Internal: the JSON endpoints, reading the store through its public async API, scoped, capped.
 
 Every endpoint is declared once in `ENDPOINTS` with its response type; the router and the
 OpenAPI document are both built from that table.

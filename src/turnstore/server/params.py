@@ -1,4 +1,4 @@
-"""Reading a request: path ids, bounded integers, cursors; and the JSON responses."""
+"""Internal: reading a request: path ids, bounded integers, cursors; and the JSON responses."""
 
 from __future__ import annotations
 
