@@ -142,11 +142,10 @@ async def build(url: str, sessions: int, events: int) -> dict[str, Any]:
 
 def endpoints(info: dict[str, Any]) -> dict[str, str]:
     """The requests timed, by name: catalog reads, then reads of the big session."""
-    from turnstore.rules.cursors import encode_cursor
 
     if info["cursor"] is None:
         raise ValueError("the catalog needs more than one page of 50 sessions")
-    cursor = quote(encode_cursor(info["cursor"]))
+    cursor = quote(info["cursor"].to_token())
     big = f"/api/sessions/{BIG}"
     return {
         "catalog": "/api/sessions?limit=50",

@@ -1,4 +1,4 @@
-"""A file-backed attachment store that follows the write-ahead manifest, and its sweeps.
+"""Internal: a file-backed attachment store that follows the write-ahead manifest, and its sweeps.
 
 Order of a write: record the intent, write the bytes to a temporary file and fsync it, rename
 it into place and fsync its folder; only then is the id committed (in the turn's runtime

@@ -22,6 +22,7 @@ __all__ = [
     "QueuedWorkClaimExpired",
     "ReadOnlyStore",
     "RecordDecodeError",
+    "RuntimeConflict",
     "RuntimeTurnCommitConflict",
     "SchemaError",
     "SequenceConflict",
@@ -66,7 +67,11 @@ class TurnstoreError(Exception):
 
 
 class CheckpointError(TurnstoreError):
-    """A rule of the contract refused the call."""
+    """A rule of the checkpoint contract (or a rule both contracts share) refused the call."""
+
+
+class RuntimeConflict(TurnstoreError):
+    """The runtime contract refused a write that conflicts with what the store holds now."""
 
 
 class InvalidInput(CheckpointError, ValueError):
@@ -134,7 +139,9 @@ class SessionBindingMismatch(InvalidInput):
     attempted_session_id: str | None
 
 
-class HeadRevisionConflict(CheckpointError):
+# The runtime conflicts are also `CheckpointError`s until 0.2 (deprecated, see CHANGELOG):
+# code written against 0.1's first drafts caught them as one; catch `RuntimeConflict` instead.
+class HeadRevisionConflict(RuntimeConflict, CheckpointError):
     """The session head moved: `expected` (None for a new session) is not `actual`."""
 
     session_id: str | None
@@ -142,14 +149,14 @@ class HeadRevisionConflict(CheckpointError):
     actual: int | None
 
 
-class RuntimeTurnCommitConflict(CheckpointError):
+class RuntimeTurnCommitConflict(RuntimeConflict, CheckpointError):
     """A turn (`turn_id`) was already committed with different content."""
 
     session_id: str | None
     turn_id: str | None
 
 
-class QueuedWorkClaimExpired(CheckpointError):
+class QueuedWorkClaimExpired(RuntimeConflict, CheckpointError):
     """A queued-work claim (`claim_id`) is missing or its lease ran out."""
 
     session_id: str | None

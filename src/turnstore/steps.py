@@ -1,4 +1,4 @@
-"""The step protocol: each operation is written once as a generator of engine steps.
+"""Internal: the step protocol: each operation is written once as a generator of engine steps.
 
 An operation validates and encodes its input before any I/O, then yields the transaction
 scripts it needs (`Read` runs one in a read snapshot, `Write` submits one whose future

@@ -12,11 +12,9 @@ import tempfile
 from collections.abc import Sequence
 from typing import IO
 
-from turnstore.backends.sql.transfer import OnConflict
 from turnstore.faces.aio_store import Store
 from turnstore.faces.blocking_store import BlockingStore
-from turnstore.ops.upkeep import Progress
-from turnstore.records.upkeep import TransferReport
+from turnstore.records.upkeep import OnConflict, Progress, TransferReport
 
 SPOOL_BYTES = 64 << 20
 """A copy holds up to this much of the export in memory, the rest in a temporary file."""

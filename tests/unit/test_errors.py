@@ -12,7 +12,12 @@ from turnstore.errors import (
     CorruptRecord,
     HeadRevisionConflict,
     InvalidInput,
+    NotFound,
+    QueuedWorkClaimExpired,
+    RuntimeConflict,
+    RuntimeTurnCommitConflict,
     SequenceConflict,
+    SessionExists,
     SessionNotFound,
     StorageError,
     TurnstoreError,
@@ -61,3 +66,26 @@ def test_configuration_and_corruption_are_not_the_callers_input() -> None:
     assert not issubclass(ConfigError, CheckpointError)
     assert issubclass(ConfigError, ValueError)
     assert not issubclass(CorruptRecord, InvalidInput)
+
+
+RUNTIME_CONFLICTS = [HeadRevisionConflict, RuntimeTurnCommitConflict, QueuedWorkClaimExpired]
+
+
+@pytest.mark.parametrize("error", RUNTIME_CONFLICTS)
+def test_runtime_conflicts_share_a_base_that_says_what_they_are(
+    error: type[TurnstoreError],
+) -> None:
+    """Runtime conflicts are RuntimeConflicts, and still CheckpointErrors until 0.2."""
+    assert issubclass(error, RuntimeConflict)
+    # Deprecated: kept for one minor version so existing `except CheckpointError` still catches.
+    assert issubclass(error, CheckpointError)
+    with pytest.raises(RuntimeConflict):
+        raise error("conflict", session_id="s")
+
+
+@pytest.mark.parametrize("error", [SequenceConflict, SessionExists, InvalidInput, NotFound])
+def test_checkpoint_refusals_are_not_runtime_conflicts(error: type[TurnstoreError]) -> None:
+    """CheckpointError stays the checkpoint contract's base; its own are not RuntimeConflicts."""
+    assert issubclass(error, CheckpointError)
+    assert not issubclass(error, RuntimeConflict)
+    assert not issubclass(RuntimeConflict, CheckpointError)

@@ -846,3 +846,15 @@ def test_message_event_with_unknown_delivery_is_rejected() -> None:
     wire["delivery"] = "now"
     with pytest.raises(RecordDecodeError):
         decode_json(msgspec.json.encode(wire), MessageEvent)
+
+
+def test_a_catalog_cursor_travels_as_an_opaque_token() -> None:
+    """`to_token` round-trips through `from_token`; a token of anything else is a ValueError."""
+    cursor = SessionCursor(updated_at=-5, sequence=2**63 - 1, session_id="s/ é?&=")
+    token = cursor.to_token()
+    assert token.isascii()
+    assert not set(token) & set("/+=?& ")
+    assert SessionCursor.from_token(token) == cursor
+    for bad in ["", "not a cursor", "é", SessionCursor.to_token(cursor)[:-3] + "!!"]:
+        with pytest.raises(ValueError, match="is not a catalog cursor"):
+            SessionCursor.from_token(bad)

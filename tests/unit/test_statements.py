@@ -6,7 +6,15 @@ from typing import NamedTuple
 
 import pytest
 
-from turnstore.backends.sql.engine import Dialect, Query, Statements, select
+from turnstore.backends.sql.engine import (
+    Dialect,
+    Query,
+    Statements,
+    insert,
+    matching,
+    select,
+    update,
+)
 
 DIALECT = Dialect(
     placeholder="%s",
@@ -71,3 +79,34 @@ def test_select_refuses_an_expression_for_no_field() -> None:
     """An expression for a column the row type does not have is a mistake, not ignored."""
     with pytest.raises(TypeError, match="no fields"):
         select(Pair, "FROM t", third="x")
+
+
+class Lease(NamedTuple):
+    """Two written columns, then the two that pick the row."""
+
+    owner: str
+    expires: int
+    session_id: str
+    batch_id: str
+
+
+def test_writes_take_their_columns_from_the_row_type() -> None:
+    """INSERT, UPDATE and keyed statements list a named row's fields in order: a row of that
+    type is their parameters, so a value cannot land in another column."""
+    assert insert(Pair, "t", " ON CONFLICT DO NOTHING", at="{now}") == (
+        "INSERT INTO t (first, second, at) VALUES (?, ?, {now}) ON CONFLICT DO NOTHING"
+    )
+    assert update(Lease, "q", keys=2, also="touched = {now}", expires="max(expires, ?)") == (
+        "UPDATE q SET owner = ?, expires = max(expires, ?), touched = {now}"
+        " WHERE session_id = ? AND batch_id = ?"
+    )
+    assert matching(Pair, "DELETE FROM t") == "DELETE FROM t WHERE first = ? AND second = ?"
+
+
+def test_rows_spliced_from_records_line_up_with_the_insert() -> None:
+    """The LangGraph writes spliced from its records' rows keep their fields in column order."""
+    from turnstore.backends.sql.langgraph import BlobInsert, WriteInsert
+    from turnstore.records.langgraph import BlobWrite, WriteRow
+
+    assert WriteInsert._fields[3:] == WriteRow._fields
+    assert BlobInsert._fields[2:6] == BlobWrite._fields

@@ -1,1 +1,3 @@
-"""Storage backends; each holds only SQL, connections and transactions."""
+"""Internal: storage backends; each holds only SQL, connections and transactions."""
+
+__all__: list[str] = []

@@ -1,4 +1,4 @@
-"""The `turnstore` command: a thin click layer over the public blocking API.
+"""Internal: the `turnstore` command: a thin click layer over the public blocking API.
 
 Exit codes: 0 success, 1 an error reported on one `Error:` line, 2 a usage error (see
 `turnstore.cli.common`).
@@ -33,7 +33,6 @@ from turnstore.cli.crash import crash_and_reload
 from turnstore.cli.demo import CRASH_ID, FORK_ID, SESSION_ID, run_demo
 from turnstore.cli.serve import serve
 from turnstore.records import SessionCursor, SessionPage
-from turnstore.rules.cursors import encode_cursor
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -163,7 +162,7 @@ def _show_one_page(
     if page.next_cursor is None:
         return
     owned = () if owner is None else ("--owner", owner)
-    token = encode_cursor(page.next_cursor)
+    token = page.next_cursor.to_token()
     output.render_more(
         console,
         "More sessions exist. Next page:",

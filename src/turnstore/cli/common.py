@@ -1,4 +1,4 @@
-"""What every command shares: the store URL, opening a store, output modes, confirmation.
+"""Internal: what every command shares: the store URL, opening a store, output modes, confirmation.
 
 Exit codes: 0 success, 1 an error the command reports on one `Error:` line (a missing
 session, a refused import, a database failure) and `doctor` finding problems, 2 a usage

@@ -1,4 +1,4 @@
-"""The demo's promise, shown: a worker killed mid-turn, its session reloaded at the last commit."""
+"""Internal: the demo's promise shown: a worker killed mid-turn, reloaded at its last commit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A scripted two-turn agent session written through the public API: no network, no model."""
+"""Internal: a scripted two-turn agent session through the public API: no network, no model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One-line plain-text descriptions of journal events and transcript items, for tables."""
+"""Internal: one-line plain-text descriptions of journal events and transcript items, for tables."""
 
 from __future__ import annotations
 

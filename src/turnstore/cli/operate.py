@@ -1,4 +1,4 @@
-"""The operator commands: retention, garbage collection, vacuum, sweep, migrate, doctor, stats.
+"""Internal: the operator commands: retention, GC, vacuum, sweep, migrate, doctor, stats.
 
 Export, import, copy and backup are in `turnstore.cli.transfers`; `COMMANDS` lists them all
 for the `turnstore` group.

@@ -1,13 +1,11 @@
-"""Rich rendering of catalogs, sessions, events and journals, readable in 80 plain columns."""
+"""Internal: rich rendering of catalogs, sessions, events and journals in 80 plain columns."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import msgspec
 from rich import box
 from rich.console import Console
 from rich.table import Column, Table
@@ -52,11 +50,6 @@ def render_removed(console: Console, verb: str, removed: Sequence[SessionSummary
         parent = _parent(summary)
         suffix = f"  (fork of {parent})" if parent else ""
         console.print(Text(f"  {cut(summary.session_id, 120)}{suffix}"), soft_wrap=True)
-
-
-def json_text(value: Any) -> str:
-    """Indented JSON of records and plain values, with their stored field names."""
-    return msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
 
 
 def _table(*columns: str | Column) -> Table:

@@ -1,4 +1,4 @@
-"""Keyset paging of the catalog and the event journal: opaque cursors and page walks."""
+"""Internal: keyset paging of the catalog and the event journal: opaque cursors and page walks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import click
 
 from turnstore import BlockingStore, SessionPageRequest
 from turnstore.records import SessionCursor, SessionPage, SessionSummary
-from turnstore.rules.cursors import decode_cursor, encode_cursor
 
 ALL_PAGE_SIZE = 100
 """Sessions fetched per page by `--all` when `--limit` is not given."""
@@ -27,7 +26,7 @@ class Cursor(click.ParamType[SessionCursor]):
         if isinstance(value, SessionCursor):
             return value
         try:
-            return decode_cursor(str(value))
+            return SessionCursor.from_token(str(value))
         except ValueError as error:
             self.fail(str(error), param, ctx)
 
@@ -55,7 +54,7 @@ def page_lines(page: SessionPage, *, last: bool) -> Iterator[Any]:
     for summary in page.sessions:
         yield summary.to_builtins()
     if last and page.next_cursor is not None:
-        yield {"next": encode_cursor(page.next_cursor)}
+        yield {"next": page.next_cursor.to_token()}
 
 
 def summaries(store: BlockingStore, session_ids: list[str]) -> list[SessionSummary]:

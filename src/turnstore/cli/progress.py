@@ -1,4 +1,4 @@
-"""Progress bars on standard error, drawn only when it is a terminal."""
+"""Internal: progress bars on standard error, drawn only when it is a terminal."""
 
 from __future__ import annotations
 

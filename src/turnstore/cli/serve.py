@@ -1,4 +1,4 @@
-"""`turnstore serve`: run the read-only HTTP API and web viewer under uvicorn."""
+"""Internal: `turnstore serve`: run the read-only HTTP API and web viewer under uvicorn."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Moving sessions in and out: export, import, copy between stores, and backup."""
+"""Internal: moving sessions in and out: export, import, copy between stores, and backup."""
 
 from __future__ import annotations
 

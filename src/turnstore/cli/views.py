@@ -1,4 +1,4 @@
-"""What each command shows, read from the store through the public API only."""
+"""Internal: what each command shows, read from the store through the public API only."""
 
 from __future__ import annotations
 

@@ -1,1 +1,3 @@
-"""The operations of both contracts, side by side, each written once as steps."""
+"""Internal: the operations of both contracts, side by side, each written once as steps."""
+
+__all__: list[str] = []

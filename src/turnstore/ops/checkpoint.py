@@ -25,7 +25,7 @@ from turnstore.records.checkpoint import (
 )
 from turnstore.records.context import Context, ContextMark
 from turnstore.records.protocol import Event
-from turnstore.rules.events import event_turn_page_steps, prepare_event
+from turnstore.rules.journal import event_turn_page_steps, prepare_event
 from turnstore.rules.pages import (
     catalog_query,
     fork_tree_limit,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import IO
+from typing import IO, get_args
 
 from turnstore.backends.sql import runtime_upkeep, transfer, upkeep
-from turnstore.backends.sql.engine import Engine, Statements, Tx
-from turnstore.backends.sql.transfer import LineSource, OnConflict
+from turnstore.backends.sql.engine import Engine, Tx
+from turnstore.backends.sql.transfer import LineSource
 from turnstore.backends.sql.transfer_rows import (
     ENCODER,
     FORMAT_VERSION,
@@ -24,39 +24,23 @@ from turnstore.records.runtime import GcReport
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
+    OnConflict,
     PruneReport,
     StoreStats,
     TransferReport,
     VacuumDatabaseReport,
 )
-from turnstore.rules.validation import validate_session_id, validate_session_ids
+
+# Re-exported (as X as X) while faces/ still import it from here.
+from turnstore.records.upkeep import Progress as Progress
+from turnstore.rules.validation import check_input, validate_session_id, validate_session_ids
 from turnstore.rules.values import text
 from turnstore.steps import Steps, call, read, write
 
-Progress = Callable[[int, int], None]
-"""Called with (trees done, trees in all; 0 when not known) as a transfer goes."""
-
-_CONFLICTS = ("fail", "skip", "replace")
+_CONFLICTS = get_args(OnConflict)
 
 SQLITE_REST_S = 0.05
 """The least a SQLite prune rests between batches: longer than SQLite's busy-retry steps."""
-
-
-def require(condition: bool, message: str) -> None:
-    """Refuse a call's input with `InvalidInput` unless `condition` holds."""
-    if not condition:
-        raise InvalidInput(message)
-
-
-class UpkeepReads(Statements):
-    """Counts the health check reads."""
-
-    uncommitted_attachments = (
-        "SELECT count(*) FROM attachment_manifest WHERE committed_at_ms IS NULL"
-    )
-    tombstoned_sessions = (
-        "SELECT DISTINCT session_id FROM graph_nodes WHERE tombstoned ORDER BY session_id"
-    )
 
 
 def _binary(stream: object, method: str) -> bool:
@@ -68,7 +52,7 @@ def prune(
     updated_before: int, owner_id: str | None, dry_run: bool, batch_size: int
 ) -> Steps[PruneReport]:
     """Delete whole trees last updated before a time, a small transaction per batch."""
-    require(
+    check_input(
         isinstance(updated_before, int)
         and not isinstance(updated_before, bool)
         and -(2**63) <= updated_before < 2**63,
@@ -76,7 +60,7 @@ def prune(
     )
     if owner_id is not None:
         owner_id = text(owner_id, "owner_id")
-    require(
+    check_input(
         isinstance(batch_size, int) and 1 <= batch_size <= 10_000, "batch_size must be 1..10000"
     )
     removed: list[str] = []
@@ -140,7 +124,7 @@ def doctor() -> Steps[DoctorReport]:
     report = yield from call(examine)
 
     def count(tx: Tx) -> tuple[int, int]:
-        orphans = tx.value(tx.sql(UpkeepReads).uncommitted_attachments)
+        orphans = tx.value(tx.sql(upkeep.UpkeepSql).uncommitted_attachments)
         return int(orphans), len(runtime_upkeep.unreachable_blobs(tx))
 
     report.orphan_attachment_count, report.unreachable_blob_count = yield from read(count)
@@ -155,7 +139,7 @@ def collect_garbage() -> Steps[GcReport]:
 def vacuum_database() -> Steps[VacuumDatabaseReport]:
     """Remove every session's tombstoned nodes, then VACUUM the database."""
     before = yield from call(lambda engine: engine.upkeep().database_bytes())
-    sessions = yield from read(lambda tx: tx.values(tx.sql(UpkeepReads).tombstoned_sessions))
+    sessions = yield from read(lambda tx: tx.values(tx.sql(upkeep.UpkeepSql).tombstoned_sessions))
     removed = 0
     for session_id in sessions:
         report = yield from write(partial(runtime_upkeep.vacuum, session_id=session_id))
@@ -167,9 +151,9 @@ def vacuum_database() -> Steps[VacuumDatabaseReport]:
 
 def backup(destination: str | os.PathLike[str]) -> Steps[BackupReport]:
     """Write a consistent copy of a SQLite database to a new file."""
-    require(isinstance(destination, str | os.PathLike), "destination must be a path")
+    check_input(isinstance(destination, str | os.PathLike), "destination must be a path")
     target = os.fspath(destination)
-    require(bool(target), "destination must be a non-empty path")
+    check_input(bool(target), "destination must be a non-empty path")
     size = yield from call(lambda engine: engine.upkeep().backup(target))
     return BackupReport(path=os.path.abspath(os.path.expanduser(target)), bytes=size)
 
@@ -181,11 +165,11 @@ def export_trees(
     progress: Progress | None,
 ) -> Steps[TransferReport]:
     """Write the trees of the named sessions (an owner's, or all) as an export file."""
-    require(_binary(out, "write"), "out must be a binary stream (a file opened 'wb', BytesIO)")
+    check_input(_binary(out, "write"), "out must be a binary stream (a file opened 'wb', BytesIO)")
     ids = None if session_ids is None else validate_session_ids(session_ids)
     if owner_id is not None:
         owner_id = text(owner_id, "owner_id")
-    require(ids is None or owner_id is None, "name sessions or an owner, not both")
+    check_input(ids is None or owner_id is None, "name sessions or an owner, not both")
     roots = yield from read(lambda tx: transfer.roots(tx, ids, owner_id))
     version = yield from call(lambda engine: engine.upkeep().schema_version())
     out.write(ENCODER.encode(ExportHeader(format_version=FORMAT_VERSION, schema_version=version)))
@@ -207,8 +191,10 @@ def import_trees(
     source: IO[bytes], on_conflict: OnConflict, progress: Progress | None
 ) -> Steps[TransferReport]:
     """Write the trees of an export file, one transaction per tree."""
-    require(_binary(source, "readline"), "source must be a binary stream (opened 'rb', BytesIO)")
-    require(
+    check_input(
+        _binary(source, "readline"), "source must be a binary stream (opened 'rb', BytesIO)"
+    )
+    check_input(
         isinstance(on_conflict, str) and on_conflict in _CONFLICTS,
         f"on_conflict must be one of {', '.join(_CONFLICTS)}",
     )

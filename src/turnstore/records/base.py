@@ -1,4 +1,4 @@
-"""Shared record base, integer ranges and JSON helpers for every record type."""
+"""Internal: shared record base, integer ranges and JSON helpers for every record type."""
 
 from __future__ import annotations
 

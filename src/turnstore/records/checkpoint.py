@@ -1,7 +1,9 @@
-"""Records of the checkpoint store (checkpoint version 17): state, journals, pages."""
+"""Internal: records of the checkpoint store (checkpoint version 17): state, journals, pages."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, Literal
 
 import msgspec
@@ -335,6 +337,20 @@ class SessionCursor(Record, kw_only=True):
     updated_at: I64
     sequence: U64
     session_id: str
+
+    def to_token(self) -> str:
+        """This cursor as one printable, shell- and URL-safe token (base64url of its JSON)."""
+        return base64.urlsafe_b64encode(msgspec.json.encode(self)).rstrip(b"=").decode()
+
+    @classmethod
+    def from_token(cls, token: str) -> SessionCursor:
+        """The cursor a token from `to_token` holds; ValueError if it holds none."""
+        padded = token + "=" * (-len(token) % 4)
+        try:
+            raw = base64.urlsafe_b64decode(padded.encode("ascii"))
+            return msgspec.json.decode(raw, type=cls)
+        except (binascii.Error, UnicodeEncodeError, msgspec.DecodeError, ValueError) as error:
+            raise ValueError(f"{token[:80]!r} is not a catalog cursor") from error
 
 
 class SessionPageRequest(Record, kw_only=True):

@@ -1,4 +1,4 @@
-"""A checkpoint's context as the store hands it out: frozen items, and a record of edits.
+"""Internal: a checkpoint's context as the store hands it out: frozen items, and a record of edits.
 
 The store saves a context by appending what is new since its last save, so it must know
 that nothing before that point changed. A `Context` makes that cheap and certain: its items

@@ -1,4 +1,4 @@
-"""What the LangGraph checkpointer hands the store and gets back: encoded rows, no LangGraph types.
+"""What the LangGraph saver hands the store (`store.langgraph`): encoded rows, no LangGraph types.
 
 The integration (`turnstore.integrations.langgraph`) serialises with LangGraph's serializer;
 the store keeps `(type, bytes)` pairs as they are, so nothing here imports LangGraph.

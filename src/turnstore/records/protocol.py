@@ -1,4 +1,4 @@
-"""Protocol types the checkpoint store's records carry: usage, context, messages and events.
+"""Internal: protocol types the checkpoint records carry: usage, context, messages, events.
 
 Each is kept as small as an agent runtime needs. Every tagged union uses a `"type"` field with
 snake_case tags; an event's tag is the kind name the journal and the CLI show.

@@ -1,4 +1,4 @@
-"""Records of the runtime face: session graph, commits, queued work, attachments, blobs.
+"""Internal: records of the runtime face: session graph, commits, queued work, attachments, blobs.
 
 Each is kept small and typed, as an agent runtime author needs it. Tagged unions use a
 `"type"` field with snake_case tags.

@@ -1,10 +1,19 @@
-"""Records of the operators' calls: retention, statistics, health, backups, transfers."""
+"""Internal: records of the operators' calls: retention, statistics, health, backups, transfers."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
 
 import msgspec
 
 from turnstore.records.base import U64, Record
+
+OnConflict = Literal["fail", "skip", "replace"]
+"""What an import does with a tree whose sessions exist with other content."""
+
+Progress = Callable[[int, int], None]
+"""Called with (trees done, trees in all; 0 when not known) as a transfer goes."""
 
 
 class PruneReport(Record, kw_only=True):

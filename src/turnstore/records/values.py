@@ -1,4 +1,4 @@
-"""What a stored value may be: JSON that comes back from the store equal to itself."""
+"""Internal: what a stored value may be: JSON that comes back from the store equal to itself."""
 
 from __future__ import annotations
 

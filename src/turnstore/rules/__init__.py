@@ -1,1 +1,3 @@
-"""Pure rules of the contracts: validation, event journal rules, the context-append rule."""
+"""Internal: pure rules of the contracts: validation, the event journal, the context rule."""
+
+__all__: list[str] = []

@@ -15,7 +15,7 @@ from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, Timestampe
 from turnstore.records.context import CLEAN, Context, ContextMark
 from turnstore.records.protocol import SessionContext
 from turnstore.rules.context import digest
-from turnstore.rules.events import PreparedEvent, prepare_event
+from turnstore.rules.journal import PreparedEvent, prepare_event
 from turnstore.rules.messages import user_text
 from turnstore.rules.validation import (
     display_text,

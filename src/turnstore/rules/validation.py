@@ -27,6 +27,12 @@ REPLACEMENT_CHARACTER = "\ufffd"
 """What a NUL of display text (a catalog or picker line) becomes."""
 
 
+def check_input(condition: bool, message: str) -> None:
+    """Refuse a call's input with `InvalidInput` unless `condition` holds."""
+    if not condition:
+        raise InvalidInput(message)
+
+
 def identifier(value: object, what: str) -> str:
     """Return `value` if it is a string a database can key rows by, else raise `InvalidInput`.
 

@@ -1,4 +1,4 @@
-"""The JSON endpoints: each reads the store through its public async API, scoped and capped.
+"""Internal: the JSON endpoints, reading the store through its public async API, scoped, capped.
 
 Every endpoint is declared once in `ENDPOINTS` with its response type; the router and the
 OpenAPI document are both built from that table.
@@ -31,7 +31,6 @@ from turnstore.records import (
     SessionSummary,
     TranscriptPage,
 )
-from turnstore.rules.cursors import encode_cursor
 from turnstore.server import params
 from turnstore.server.bodies import (
     CatalogBody,
@@ -118,7 +117,7 @@ async def catalog(request: Request) -> Response:
             id_prefix=params.text(request, "prefix"),
         )
     )
-    token = encode_cursor(page.next_cursor) if page.next_cursor is not None else None
+    token = page.next_cursor.to_token() if page.next_cursor is not None else None
     return json_response(CatalogBody(sessions=page.sessions, next_cursor=token))
 
 

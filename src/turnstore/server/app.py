@@ -1,4 +1,4 @@
-"""The ASGI application: the endpoint table, the live tail, the viewer's files and the guard."""
+"""Internal: the ASGI app: the endpoint table, the live tail, the viewer's files and the guard."""
 
 from __future__ import annotations
 

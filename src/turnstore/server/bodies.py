@@ -1,4 +1,4 @@
-"""The JSON bodies the API answers with, where a store record is not already the body."""
+"""Internal: the JSON bodies the API answers with, where a store record is not already the body."""
 
 from __future__ import annotations
 

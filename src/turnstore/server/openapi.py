@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 document, built from the endpoint table and msgspec's JSON Schemas."""
+"""Internal: the OpenAPI 3.1 document, built from the endpoint table and msgspec's JSON Schemas."""
 
 from __future__ import annotations
 

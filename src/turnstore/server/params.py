@@ -1,4 +1,4 @@
-"""Reading a request: path ids, bounded integers, cursors; and the JSON responses."""
+"""Internal: reading a request: path ids, bounded integers, cursors; and the JSON responses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from turnstore.records import SessionCursor
-from turnstore.rules.cursors import decode_cursor
 from turnstore.server.bodies import ErrorBody
 
 _ENCODER = msgspec.json.Encoder()
@@ -89,6 +88,6 @@ def cursor(request: Request) -> SessionCursor | None:
     if raw is None:
         return None
     try:
-        return decode_cursor(raw)
+        return SessionCursor.from_token(raw)
     except ValueError as error:
         raise ApiError(400, "InvalidInput", str(error)) from None

@@ -1,4 +1,4 @@
-"""The server's guard: a bearer token on every request when one is set, and safe headers.
+"""Internal: the server's guard: a bearer token on every request when one is set, and safe headers.
 
 A browser cannot put a header on an `EventSource`, so the viewer authenticates once with
 `/?token=…`: the guard answers with an HttpOnly, SameSite=Strict cookie and a redirect that

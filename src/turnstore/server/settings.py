@@ -1,4 +1,4 @@
-"""What one server may show and how much at a time: token, owner scope, page caps."""
+"""Internal: what one server may show and how much at a time: token, owner scope, page caps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live tail: a session's events as Server-Sent Events, resumable by `Last-Event-ID`.
+"""Internal: the live tail: a session's events as Server-Sent Events, resumable by `Last-Event-ID`.
 
 The event's journal sequence is the SSE `id`, so a client that reconnects with the last id
 it saw receives every stored event after it, once, in order. Deltas that compaction removed

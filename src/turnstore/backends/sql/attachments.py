@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.backends.sql.engine import Statements, Tx, insert, select
 from turnstore.errors import InvalidInput
 from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
 from turnstore.rules.validation import identifier, identifiers
@@ -29,12 +29,20 @@ class ManifestRow(NamedTuple):
     committed_at_ms: int | None
 
 
+class IntentInsert(NamedTuple):
+    """An attachment's intent as written, before its payload is."""
+
+    attachment_id: str
+    session_id: str
+    canonical_uri: str
+    intent_at_ms: int
+
+
 class AttachmentSql(Statements):
     """Statements of the attachment manifest."""
 
-    insert_intent = (
-        "INSERT INTO attachment_manifest (attachment_id, session_id, canonical_uri,"
-        " intent_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT (attachment_id) DO NOTHING"
+    insert_intent = insert(
+        IntentInsert, "attachment_manifest", " ON CONFLICT (attachment_id) DO NOTHING"
     )
     owner = select(AttachmentOwner, "FROM attachment_manifest WHERE attachment_id = ?")
     commit = (
@@ -84,13 +92,13 @@ def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
             f"attachment `{intent.attachment_id}`: its canonical_uri is already used by"
             " another session's attachment"
         )
-    params = (
-        intent.attachment_id,
-        intent.session_id,
-        intent.canonical_uri,
-        intent.intent_at_epoch_ms,
+    row = IntentInsert(
+        attachment_id=intent.attachment_id,
+        session_id=intent.session_id,
+        canonical_uri=intent.canonical_uri,
+        intent_at_ms=intent.intent_at_epoch_ms,
     )
-    tx.run(sql.insert_intent, params)
+    tx.run(sql.insert_intent, row)
     owner = tx.row(sql.owner, (intent.attachment_id,))
     if owner != AttachmentOwner(intent.session_id, intent.canonical_uri):
         raise InvalidInput(

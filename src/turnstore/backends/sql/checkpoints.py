@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from turnstore.backends.sql import journals, sessions
-from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.backends.sql.engine import Statements, Tx, insert, select
 from turnstore.backends.sql.sessions import Branch
 from turnstore.errors import (
     CorruptRecord,
@@ -25,7 +25,7 @@ from turnstore.rules.context import (
     first_difference,
     plan_context_write,
 )
-from turnstore.rules.events import EventWrite
+from turnstore.rules.journal import EventWrite
 from turnstore.rules.saves import PreparedFork, PreparedSave
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
 
@@ -62,6 +62,40 @@ class StateEntry(NamedTuple):
     value_json: str
 
 
+class ChunkInsert(NamedTuple):
+    """A context chunk as written: the items a save appended from context index `start`."""
+
+    session_id: str
+    start: int
+    items_json: str
+
+
+class TranscriptInsert(NamedTuple):
+    """A transcript batch as written: its items, or the start of the chunk that holds them."""
+
+    session_id: str
+    sequence: int
+    items_json: str | None
+    context_start: int | None
+
+
+class ExecutionInsert(NamedTuple):
+    """An execution journal row as written."""
+
+    session_id: str
+    sequence: int
+    record_json: str
+    started_at_ms: int
+
+
+class StateWrite(NamedTuple):
+    """A middleware state value as written."""
+
+    scope: str
+    key: str
+    value_json: str
+
+
 class CheckpointSql(Statements):
     """Statements of checkpoints, their context chunks, and middleware state."""
 
@@ -71,11 +105,8 @@ class CheckpointSql(Statements):
     chunks = "SELECT items_json FROM context_chunks WHERE session_id = ? ORDER BY start"
     chunk_runs = select(StoredChunk, "FROM context_chunks WHERE session_id = ? ORDER BY start")
     delete_chunks = "DELETE FROM context_chunks WHERE session_id = ?"
-    insert_chunk = "INSERT INTO context_chunks (session_id, start, items_json) VALUES (?, ?, ?)"
-    insert_transcript = (
-        "INSERT INTO transcript_delta (session_id, sequence, items_json, context_start,"
-        " created_at) VALUES (?, ?, ?, ?, {now})"
-    )
+    insert_chunk = insert(ChunkInsert, "context_chunks")
+    insert_transcript = insert(TranscriptInsert, "transcript_delta", created_at="{now}")
     # Before a rewrite drops the context chunks, batches that name a chunk get its items back.
     materialize_transcript = (
         "UPDATE transcript_delta SET items_json = (SELECT c.items_json FROM context_chunks"
@@ -83,10 +114,7 @@ class CheckpointSql(Statements):
         " AND c.start = transcript_delta.context_start), context_start = NULL"
         " WHERE session_id = ? AND context_start IS NOT NULL"
     )
-    insert_execution = (
-        "INSERT INTO execution_journal (session_id, sequence, record_json, started_at_ms)"
-        " VALUES (?, ?, ?, ?)"
-    )
+    insert_execution = insert(ExecutionInsert, "execution_journal")
     lock_ids = "SELECT session_id FROM sessions WHERE {ids:session_id} ORDER BY session_id{lock}"
     tree = (
         "WITH RECURSIVE tree(session_id) AS ("
@@ -102,9 +130,10 @@ class CheckpointSql(Statements):
         "UPDATE attachment_manifest SET committed_at_ms = NULL, intent_at_ms = 0"
         " WHERE {ids:session_id}"
     )
-    upsert_state = (
-        "INSERT INTO middleware_state (scope, key, value_json) VALUES (?, ?, ?)"
-        " ON CONFLICT (scope, key) DO UPDATE SET value_json = excluded.value_json"
+    upsert_state = insert(
+        StateWrite,
+        "middleware_state",
+        " ON CONFLICT (scope, key) DO UPDATE SET value_json = excluded.value_json",
     )
     state = "SELECT value_json FROM middleware_state WHERE scope = ? AND key = ?"
     scope_state = select(StateEntry, "FROM middleware_state WHERE scope = ? ORDER BY key")
@@ -213,8 +242,8 @@ def _append(
     insert_items(tx, save, plan)
     if save.execution is not None:
         started_at_ms, record_json = save.execution
-        params = (save.session_id, save.sequence, record_json, started_at_ms)
-        tx.run(tx.sql(CheckpointSql).insert_execution, params)
+        row = ExecutionInsert(save.session_id, save.sequence, record_json, started_at_ms)
+        tx.run(tx.sql(CheckpointSql).insert_execution, row)
     return journals.write_events(tx, save.session_id, events)
 
 
@@ -223,14 +252,16 @@ def insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
     sql = tx.sql(CheckpointSql)
     items = None if plan.items_json is None else plan.items_json.decode()
     if items is not None:
-        tx.run(sql.insert_chunk, (save.session_id, plan.start, items))
+        tx.run(sql.insert_chunk, ChunkInsert(save.session_id, plan.start, items))
     delta = save.transcript_json
     if delta is None:
         return
     # The usual agent loop appends to its context exactly what it adds to its transcript:
     # then the batch names the context chunk instead of holding a second copy.
-    stored = (None, plan.start) if items == delta else (delta, None)
-    tx.run(sql.insert_transcript, (save.session_id, save.sequence, *stored))
+    batch = TranscriptInsert(save.session_id, save.sequence, items_json=delta, context_start=None)
+    if items == delta:
+        batch = batch._replace(items_json=None, context_start=plan.start)
+    tx.run(sql.insert_transcript, batch)
 
 
 # --- loads -------------------------------------------------------------------------------------
@@ -335,7 +366,7 @@ def load_state(tx: Tx, scope: str, key: str) -> Any:
 def save_state(tx: Tx, scope: str, key: str, value_json: str) -> None:
     """Replace one middleware state value."""
     scope, key = _state_key(scope, key)
-    tx.run(tx.sql(CheckpointSql).upsert_state, (scope, key, value_json))
+    tx.run(tx.sql(CheckpointSql).upsert_state, StateWrite(scope, key, value_json))
 
 
 def load_state_scope(tx: Tx, scope: str) -> dict[str, Any]:

@@ -13,8 +13,15 @@ from typing import Any, NamedTuple
 import msgspec
 
 from turnstore.backends.sql import sessions
-from turnstore.backends.sql.checkpoints import CheckpointSql, StoredChunk, insert_items
-from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.backends.sql.checkpoints import (
+    CheckpointSql,
+    ChunkInsert,
+    StateWrite,
+    StoredChunk,
+    TranscriptInsert,
+    insert_items,
+)
+from turnstore.backends.sql.engine import Statements, Tx, select, update
 from turnstore.errors import (
     CorruptRecord,
     InvalidInput,
@@ -43,6 +50,28 @@ class Window(NamedTuple):
     context_length: int
 
 
+class Advance(NamedTuple):
+    """What an item edit writes to its session row (the row picked by the last field)."""
+
+    latest_sequence: int
+    checkpoint_state_json: str
+    context_length: int
+    context_tail: bytes | None
+    first_user_message: str | None
+    session_id: str
+
+
+class Rewrite(NamedTuple):
+    """What a rewrite of the context writes to its session row, in a new epoch."""
+
+    latest_sequence: int
+    checkpoint_state_json: str
+    context_epoch: int
+    context_length: int
+    context_tail: bytes | None
+    session_id: str
+
+
 class ContextItemSql(Statements):
     """Statements of item-level context edits."""
 
@@ -58,17 +87,14 @@ class ContextItemSql(Statements):
     delete_chunks_from = "DELETE FROM context_chunks WHERE session_id = ? AND start >= ?"
     # Transcript batches that name a chunk about to change get its items back first.
     materialize_from = CheckpointSql.materialize_transcript + " AND context_start >= ?"
-    advance = (
-        "UPDATE sessions SET latest_sequence = ?, checkpoint_state_json = ?,"
-        " context_length = ?, context_tail = ?,"
-        " first_user_message = COALESCE(first_user_message, ?), updated_at = {now}"
-        " WHERE session_id = ?"
+    advance = update(
+        Advance,
+        "sessions",
+        keys=1,
+        also="updated_at = {now}",
+        first_user_message="COALESCE(first_user_message, ?)",
     )
-    rewritten = (
-        "UPDATE sessions SET latest_sequence = ?, checkpoint_state_json = ?,"
-        " context_epoch = ?, context_length = ?, context_tail = ?, updated_at = {now}"
-        " WHERE session_id = ?"
-    )
+    rewritten = update(Rewrite, "sessions", keys=1, also="updated_at = {now}")
 
 
 def _advanced(row: LockedContext, session_id: str, epoch: int | None = None) -> tuple[int, str]:
@@ -121,15 +147,16 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
     tail = prepared.tail_digest
     if prepared.items_json is not None:
         checkpoint_sql = tx.sql(CheckpointSql)
-        tx.run(checkpoint_sql.insert_chunk, (session_id, start, prepared.items_json))
+        tx.run(checkpoint_sql.insert_chunk, ChunkInsert(session_id, start, prepared.items_json))
         # The transcript batch names the chunk instead of holding a second copy of the items.
-        tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, None, start))
+        batch = TranscriptInsert(session_id, sequence, items_json=None, context_start=start)
+        tx.run(checkpoint_sql.insert_transcript, batch)
     elif start:
         runs = _runs_from(tx, session_id, start - 1)
         tail = digest(encode_json(runs[0][1][start - 1 - runs[0][0]]))
     length = start + len(prepared.items)
-    params = (sequence, state_json, length, tail, prepared.first_user_message, session_id)
-    tx.run(tx.sql(ContextItemSql).advance, params)
+    written = Advance(sequence, state_json, length, tail, prepared.first_user_message, session_id)
+    tx.run(tx.sql(ContextItemSql).advance, written)
     _write_state(tx, prepared)
     return sequence
 
@@ -137,7 +164,7 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
 def _write_state(tx: Tx, prepared: PreparedAppend) -> None:
     upsert = tx.sql(CheckpointSql).upsert_state
     for scope, key, value_json in prepared.state:
-        tx.run(upsert, (scope, key, value_json))
+        tx.run(upsert, StateWrite(scope, key, value_json))
 
 
 def _runs_from(tx: Tx, session_id: str, index: int) -> list[tuple[int, list[Any]]]:
@@ -195,7 +222,7 @@ def _cut(
     tx.run(sql.delete_chunks_from, (session_id, cut))
     if rewrite is not None:
         # The chunk holding the last kept item, shortened: the only chunk rewritten.
-        chunk = (session_id, rewrite[0], encode_json(rewrite[1]).decode())
+        chunk = ChunkInsert(session_id, rewrite[0], encode_json(rewrite[1]).decode())
         tx.run(tx.sql(CheckpointSql).insert_chunk, chunk)
     return removed, tail
 
@@ -215,7 +242,8 @@ def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
         return []
     removed, tail = _cut(tx, session_id, length, keep, read=drop is not None)
     sequence, state_json = _advanced(row, session_id)
-    tx.run(tx.sql(ContextItemSql).advance, (sequence, state_json, keep, tail, None, session_id))
+    written = Advance(sequence, state_json, keep, tail, None, session_id)
+    tx.run(tx.sql(ContextItemSql).advance, written)
     return removed
 
 
@@ -254,22 +282,29 @@ def replace(
         epoch = _stored_epoch(row, session_id) + 1
         sequence, state_json = _advanced(row, session_id, epoch)
         if kept:
-            tx.run(checkpoint_sql.insert_chunk, (session_id, 0, encode_json(kept).decode()))
+            tx.run(
+                checkpoint_sql.insert_chunk, ChunkInsert(session_id, 0, encode_json(kept).decode())
+            )
         if items_json is not None:
-            tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, items_json, None))
+            tx.run(
+                checkpoint_sql.insert_transcript,
+                TranscriptInsert(session_id, sequence, items_json, None),
+            )
         last = digest(encode_json(kept[-1])) if kept else None
-        tx.run(sql.rewritten, (sequence, state_json, epoch, len(kept), last, session_id))
+        tx.run(sql.rewritten, Rewrite(sequence, state_json, epoch, len(kept), last, session_id))
         return True
     last = None  # the items' last, or what the cut leaves last
     if start < length:
         _, last = _cut(tx, session_id, length, start, read=False)
     sequence, state_json = _advanced(row, session_id)
     if items_json is not None:
-        tx.run(checkpoint_sql.insert_chunk, (session_id, start, items_json))
+        tx.run(checkpoint_sql.insert_chunk, ChunkInsert(session_id, start, items_json))
         # The batch names the chunk it equals instead of holding a second copy.
-        tx.run(checkpoint_sql.insert_transcript, (session_id, sequence, None, start))
+        tx.run(
+            checkpoint_sql.insert_transcript, TranscriptInsert(session_id, sequence, None, start)
+        )
         last = digest(encode_json(items[-1]))
-    tx.run(sql.advance, (sequence, state_json, start + len(items), last, None, session_id))
+    tx.run(sql.advance, Advance(sequence, state_json, start + len(items), last, None, session_id))
     return True
 
 

@@ -57,6 +57,34 @@ def marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
+def insert(row: type[tuple[Any, ...]], table: str, rest: str = "", **also: str) -> str:
+    """An INSERT of `row`'s fields, in order, into `table`: a `row` is its parameters.
+
+    `also` names more columns, each set to an expression that takes no parameter.
+    """
+    names = [*cast(Any, row)._fields, *also]
+    values = [*"?" * len(cast(Any, row)._fields), *also.values()]
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(values)}){rest}"
+
+
+def update(row: type[tuple[Any, ...]], table: str, keys: int, also: str = "", **set_: str) -> str:
+    """An UPDATE of `table` setting `row`'s fields but its last `keys`, which pick the rows.
+
+    A field is set to its parameter, or to `set_[field]` (an expression holding one `?`);
+    `also` adds assignments that take no parameter.
+    """
+    fields = cast(Any, row)._fields
+    values, picks = fields[:-keys], fields[-keys:]
+    assigned = [f"{name} = {set_.get(name, '?')}" for name in values]
+    where = " AND ".join(f"{name} = ?" for name in picks)
+    return f"UPDATE {table} SET {', '.join([*assigned, *filter(None, [also])])} WHERE {where}"
+
+
+def matching(row: type[tuple[Any, ...]], head: str) -> str:
+    """`head` (a DELETE or UPDATE) limited to the rows whose key is a `row`, field by field."""
+    return f"{head} WHERE " + " AND ".join(f"{name} = ?" for name in cast(Any, row)._fields)
+
+
 _CURSOR_NUMBERS = itertools.count()
 """Names server-side cursors apart: a transaction may stream from two at once."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from turnstore.backends.sql.engine import Query, Statements, Tx, select
+from turnstore.backends.sql.engine import Query, Statements, Tx, insert, select
 from turnstore.errors import CorruptRecord, InvalidInput, SessionNotFound
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import (
@@ -18,7 +18,7 @@ from turnstore.records.checkpoint import (
     TranscriptPage,
 )
 from turnstore.records.protocol import Event
-from turnstore.rules.events import (
+from turnstore.rules.journal import (
     STREAM_DELTA_KINDS,
     EventWrite,
     PreparedEvent,
@@ -33,6 +33,20 @@ class EventRow(NamedTuple):
 
     sequence: int
     recorded_at_ms: int
+    event_json: str
+    stream_metrics_json: str
+
+
+class EventInsert(NamedTuple):
+    """One journal event as written: its columns, in the INSERT's order by construction."""
+
+    session_id: str
+    sequence: int
+    recorded_at_ms: int
+    event_kind: str
+    model_step_id: str | None
+    stream_phase: str | None
+    delta_bytes: int | None
     event_json: str
     stream_metrics_json: str
 
@@ -106,11 +120,7 @@ class JournalSql(Statements):
         "FROM event_journal WHERE session_id = ? AND {ids:model_step_id}"
         f" AND event_kind IN {_DELTA_KINDS}",
     )
-    insert_event = (
-        "INSERT INTO event_journal (session_id, sequence, recorded_at_ms, event_kind,"
-        " model_step_id, stream_phase, delta_bytes, event_json, stream_metrics_json)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    )
+    insert_event = insert(EventInsert, "event_journal")
     delete_step_deltas = (
         "DELETE FROM event_journal WHERE session_id = ? AND model_step_id = ?"
         f" AND event_kind IN {_DELTA_KINDS}"
@@ -213,16 +223,16 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
         tx.many(
             sql.insert_event,
             [
-                (
-                    session_id,
-                    sequence,
-                    event.recorded_at_ms,
-                    event.index.kind,
-                    event.index.model_step_id,
-                    event.index.stream_phase,
-                    event.index.delta_bytes,
-                    event.event_json.decode(),
-                    encode_json(metrics).decode() if metrics else "[]",
+                EventInsert(
+                    session_id=session_id,
+                    sequence=sequence,
+                    recorded_at_ms=event.recorded_at_ms,
+                    event_kind=event.index.kind,
+                    model_step_id=event.index.model_step_id,
+                    stream_phase=event.index.stream_phase,
+                    delta_bytes=event.index.delta_bytes,
+                    event_json=event.event_json.decode(),
+                    stream_metrics_json=encode_json(metrics).decode() if metrics else "[]",
                 )
                 for sequence, event, metrics in write.rows
             ],

@@ -16,11 +16,12 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Query, Statements, Tx, marks, select
+from turnstore.backends.sql.engine import Query, Statements, Tx, columns, insert, select
 from turnstore.errors import CorruptRecord
 from turnstore.records.langgraph import (
     EMPTY,
     LIST,
+    BlobWrite,
     ChannelValue,
     CheckpointRow,
     ListWrite,
@@ -59,43 +60,100 @@ class LineageRow(NamedTuple):
     depth: int
 
 
-CHECKPOINT_COLUMNS = (
-    "session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, checkpoint_type,"
-    " checkpoint, metadata_type, metadata, versions_json, delta_channels_json"
-)
-WRITE_COLUMNS = (
-    "session_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, value_type, value"
-)
+class CheckpointInsert(NamedTuple):
+    """An `lg_checkpoints` row as written, its columns in the INSERT's order by construction."""
+
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    run_id: str | None
+    checkpoint_type: str
+    checkpoint: bytes
+    metadata_type: str
+    metadata: bytes
+    versions_json: str
+    delta_channels_json: str | None
+
+
+class WriteInsert(NamedTuple):
+    """An `lg_writes` row as written: a task's pending write at a checkpoint."""
+
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
+    idx: int
+    task_path: str
+    channel: str
+    value_type: str
+    value: bytes | None
+
+
+class BlobInsert(NamedTuple):
+    """An `lg_blobs` row as written: a channel version, whole or a list's (lineage, length)."""
+
+    session_id: str
+    checkpoint_ns: str
+    channel: str
+    version: str
+    value_type: str
+    value: bytes | None
+    lineage: int | None
+    length: int | None
+
+
+class ItemInsert(NamedTuple):
+    """An `lg_items` row as written: one item of a list lineage."""
+
+    session_id: str
+    lineage: int
+    position: int
+    value_type: str
+    value: bytes
+
+
+class LineageInsert(NamedTuple):
+    """An `lg_lineages` row as written."""
+
+    session_id: str
+    lineage: int
+    base_lineage: int | None
+    base_length: int
+    depth: int
+
+
+CHECKPOINT_COLUMNS = columns(CheckpointInsert)
+WRITE_COLUMNS = columns(WriteInsert)
 WRITE_KEY = "(session_id, checkpoint_ns, checkpoint_id, task_id, idx)"
-BLOB_COLUMNS = "session_id, checkpoint_ns, channel, version, value_type, value, lineage, length"
-ITEM_COLUMNS = "session_id, lineage, position, value_type, value"
+BLOB_COLUMNS = columns(BlobInsert)
+ITEM_COLUMNS = columns(ItemInsert)
 _SEARCH_ORDER = " ORDER BY checkpoint_id DESC, session_id DESC, checkpoint_ns DESC LIMIT ?"
 
 
 class LangGraphSql(Statements):
     """Statements of the LangGraph tables."""
 
-    upsert_checkpoint = (
-        f"INSERT INTO lg_checkpoints ({CHECKPOINT_COLUMNS}) VALUES ({marks(11)})"
+    upsert_checkpoint = insert(
+        CheckpointInsert,
+        "lg_checkpoints",
         " ON CONFLICT (session_id, checkpoint_ns, checkpoint_id) DO UPDATE SET"
         " parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,"
         " checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint,"
         " metadata_type = excluded.metadata_type, metadata = excluded.metadata,"
         " versions_json = excluded.versions_json,"
-        " delta_channels_json = excluded.delta_channels_json"
+        " delta_channels_json = excluded.delta_channels_json",
     )
-    insert_blob = (
-        f"INSERT INTO lg_blobs ({BLOB_COLUMNS}) VALUES ({marks(8)})"
-        " ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING"
+    insert_blob = insert(
+        BlobInsert,
+        "lg_blobs",
+        " ON CONFLICT (session_id, checkpoint_ns, channel, version) DO NOTHING",
     )
-    insert_lineage = (
-        "INSERT INTO lg_lineages (session_id, lineage, base_lineage, base_length, depth)"
-        " VALUES (?, ?, ?, ?, ?)"
-    )
+    insert_lineage = insert(LineageInsert, "lg_lineages")
     lineage = select(LineageRow, "FROM lg_lineages WHERE session_id = ? AND lineage = ?")
     lineages = select(LineageRow, "FROM lg_lineages WHERE session_id = ?")
     tip = "SELECT MAX(position) FROM lg_items WHERE session_id = ? AND lineage = ?"
-    insert_item = f"INSERT INTO lg_items ({ITEM_COLUMNS}) VALUES ({marks(5)})"
+    insert_item = insert(ItemInsert, "lg_items")
     copy_items = (
         f"INSERT INTO lg_items ({ITEM_COLUMNS}) SELECT session_id, ?, position, value_type,"
         " value FROM lg_items WHERE session_id = ? AND lineage = ? AND position >= ?"
@@ -111,15 +169,13 @@ class LangGraphSql(Statements):
         " first_user_message = COALESCE(first_user_message, ?) WHERE session_id = ?"
     )
     owner = "SELECT owner_id FROM sessions WHERE session_id = ?"
-    upsert_write = (
-        f"INSERT INTO lg_writes ({WRITE_COLUMNS}) VALUES ({marks(9)})"
+    upsert_write = insert(
+        WriteInsert,
+        "lg_writes",
         f" ON CONFLICT {WRITE_KEY} DO UPDATE SET task_path = excluded.task_path,"
-        " channel = excluded.channel, value_type = excluded.value_type, value = excluded.value"
+        " channel = excluded.channel, value_type = excluded.value_type, value = excluded.value",
     )
-    insert_write = (
-        f"INSERT INTO lg_writes ({WRITE_COLUMNS}) VALUES ({marks(9)})"
-        f" ON CONFLICT {WRITE_KEY} DO NOTHING"
-    )
+    insert_write = insert(WriteInsert, "lg_writes", f" ON CONFLICT {WRITE_KEY} DO NOTHING")
     checkpoint = select(
         CheckpointRow,
         "FROM lg_checkpoints WHERE session_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
@@ -213,16 +269,25 @@ def _write_list(tx: Tx, request: PutRequest, write: ListWrite, lineage: int, new
             row = tx.row(sql.lineage, (session_id, base))
             assert row is not None  # checked by _place in this transaction
             depth = row.depth + 1
+        flat = base is None or depth > MAX_DEPTH
+        root = LineageInsert(session_id, lineage, base_lineage=None, base_length=0, depth=0)
+        tx.run(
+            sql.insert_lineage,
+            root
+            if flat
+            else root._replace(base_lineage=base, base_length=write.start, depth=depth),
+        )
         if base is not None and depth > MAX_DEPTH:
-            tx.run(sql.insert_lineage, (session_id, lineage, None, 0, 0))
             for source, start, end in _segments(tx, session_id, base, write.start):
                 tx.run(sql.copy_items, (lineage, session_id, source, start, end))
-        elif base is None:
-            tx.run(sql.insert_lineage, (session_id, lineage, None, 0, 0))
-        else:
-            tx.run(sql.insert_lineage, (session_id, lineage, base, write.start, depth))
     rows = [
-        (session_id, lineage, write.start + offset, item.value_type, item.value)
+        ItemInsert(
+            session_id=session_id,
+            lineage=lineage,
+            position=write.start + offset,
+            value_type=item.value_type,
+            value=item.value,
+        )
         for offset, item in enumerate(write.items)
     ]
     if rows:
@@ -249,33 +314,55 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
     if missing:
         return PutResult(stored={}, missing=missing)
     stored: dict[str, tuple[int, int]] = {}
-    blob_rows: list[tuple[Any, ...]] = [
-        (request.session_id, request.checkpoint_ns, *blob, None, None) for blob in request.blobs
-    ]
+    blob_rows = [_blob(request, blob.channel, blob.version, blob) for blob in request.blobs]
     for write in request.lists:
         place = places[write.channel]
         assert place is not None
         length = _write_list(tx, request, write, *place)
         stored[write.channel] = (place[0], length)
-        key = (request.session_id, request.checkpoint_ns, write.channel, write.version)
-        blob_rows.append((*key, LIST, None, place[0], length))
+        listed = _blob(request, write.channel, write.version, None, lineage=place[0], length=length)
+        blob_rows.append(listed)
     if blob_rows:
         tx.many(sql.insert_blob, blob_rows)
-    tx.run(
-        sql.upsert_checkpoint,
-        (
-            request.session_id,
-            request.checkpoint_ns,
-            request.checkpoint_id,
-            request.parent_checkpoint_id,
-            request.run_id,
-            *request.checkpoint,
-            *request.metadata,
-            request.versions_json,
-            request.delta_channels_json,
-        ),
-    )
+    tx.run(sql.upsert_checkpoint, _checkpoint(request))
     return PutResult(stored=stored, missing=[])
+
+
+def _blob(
+    request: PutRequest,
+    channel: str,
+    version: str,
+    whole: BlobWrite | None,
+    lineage: int | None = None,
+    length: int | None = None,
+) -> BlobInsert:
+    """A channel version's row: its value `whole`, or (None) a list at (`lineage`, `length`)."""
+    return BlobInsert(
+        session_id=request.session_id,
+        checkpoint_ns=request.checkpoint_ns,
+        channel=channel,
+        version=version,
+        value_type=LIST if whole is None else whole.value_type,
+        value=None if whole is None else whole.value,
+        lineage=lineage,
+        length=length,
+    )
+
+
+def _checkpoint(request: PutRequest) -> CheckpointInsert:
+    return CheckpointInsert(
+        session_id=request.session_id,
+        checkpoint_ns=request.checkpoint_ns,
+        checkpoint_id=request.checkpoint_id,
+        parent_checkpoint_id=request.parent_checkpoint_id,
+        run_id=request.run_id,
+        checkpoint_type=request.checkpoint.value_type,
+        checkpoint=request.checkpoint.value,
+        metadata_type=request.metadata.value_type,
+        metadata=request.metadata.value,
+        versions_json=request.versions_json,
+        delta_channels_json=request.delta_channels_json,
+    )
 
 
 def put_writes(tx: Tx, request: WritesRequest) -> None:
@@ -284,7 +371,8 @@ def put_writes(tx: Tx, request: WritesRequest) -> None:
     ensure_thread(tx, request.session_id, request.owner_id)
     statement = sql.upsert_write if request.replace else sql.insert_write
     key = (request.session_id, request.checkpoint_ns, request.checkpoint_id)
-    tx.many(statement, [(*key, *row) for row in request.rows])
+    # A WriteRow is the tail of a WriteInsert, field by field (tests/unit/test_statements.py).
+    tx.many(statement, [WriteInsert._make((*key, *row)) for row in request.rows])
 
 
 # --- reads ----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.backends.sql.engine import Statements, Tx, matching, select
 from turnstore.backends.sql.langgraph import (
     BLOB_COLUMNS,
     CHECKPOINT_COLUMNS,
@@ -64,6 +64,22 @@ class CheckpointKey(NamedTuple):
     checkpoint_id: str
 
 
+class BlobKey(NamedTuple):
+    """Which `lg_blobs` row: a channel version of a namespace of a thread."""
+
+    session_id: str
+    checkpoint_ns: str
+    channel: str
+    version: str
+
+
+class LineageKey(NamedTuple):
+    """Which lineage of a thread (its `lg_lineages` row, or its `lg_items`)."""
+
+    session_id: str
+    lineage: int
+
+
 class ChannelWrite(NamedTuple):
     """A pending write with the checkpoint it was made on."""
 
@@ -113,25 +129,14 @@ class UpkeepSql(Statements):
     )
     heads = select(HeadRow, "FROM lg_checkpoints WHERE session_id = ?")
     run_checkpoints = select(CheckpointKey, "FROM lg_checkpoints WHERE {ids:run_id}")
-    delete_checkpoint = (
-        "DELETE FROM lg_checkpoints"
-        " WHERE session_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-    )
-    delete_checkpoint_writes = (
-        "DELETE FROM lg_writes WHERE session_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-    )
-    orphan = (
-        "UPDATE lg_checkpoints SET parent_checkpoint_id = NULL"
-        " WHERE session_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-    )
+    delete_checkpoint = matching(CheckpointKey, "DELETE FROM lg_checkpoints")
+    delete_checkpoint_writes = matching(CheckpointKey, "DELETE FROM lg_writes")
+    orphan = matching(CheckpointKey, "UPDATE lg_checkpoints SET parent_checkpoint_id = NULL")
     referenced = select(NamedVersions, "FROM lg_checkpoints WHERE session_id = ?")
     stored_blobs = select(StoredBlob, "FROM lg_blobs WHERE session_id = ?")
-    delete_blob = (
-        "DELETE FROM lg_blobs"
-        " WHERE session_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
-    )
-    delete_items = "DELETE FROM lg_items WHERE session_id = ? AND lineage = ?"
-    delete_lineage = "DELETE FROM lg_lineages WHERE session_id = ? AND lineage = ?"
+    delete_blob = matching(BlobKey, "DELETE FROM lg_blobs")
+    delete_items = matching(LineageKey, "DELETE FROM lg_items")
+    delete_lineage = matching(LineageKey, "DELETE FROM lg_lineages")
     copy_checkpoints = (
         f"INSERT INTO lg_checkpoints ({CHECKPOINT_COLUMNS}) SELECT ?,"
         f" {CHECKPOINT_COLUMNS.split(', ', 1)[1]} FROM lg_checkpoints WHERE session_id = ?"
@@ -251,7 +256,7 @@ def collect(tx: Tx, session_id: str) -> None:
             if blob.lineage is not None:
                 live.add(blob.lineage)
         else:
-            dead.append((session_id, blob.checkpoint_ns, blob.channel, blob.version))
+            dead.append(BlobKey(session_id, blob.checkpoint_ns, blob.channel, blob.version))
     if dead:
         tx.many(sql.delete_blob, dead)
     stored = tx.rows(tx.sql(LangGraphSql).lineages, (session_id,))
@@ -263,7 +268,7 @@ def collect(tx: Tx, session_id: str) -> None:
             needed.add(current)
             found = lineages.get(current)
             current = None if found is None else found.base_lineage
-    gone = [(session_id, lineage) for lineage in lineages if lineage not in needed]
+    gone = [LineageKey(session_id, lineage) for lineage in lineages if lineage not in needed]
     if gone:
         tx.many(sql.delete_items, gone)
         tx.many(sql.delete_lineage, gone)
@@ -319,7 +324,7 @@ def keep_latest(tx: Tx, session_id: str) -> None:
         kinds.setdefault(blob.checkpoint_ns, {})[(blob.channel, blob.version)] = blob.value_type
     kept = _kept(rows, kinds)
     doomed = [
-        (session_id, row.checkpoint_ns, row.checkpoint_id)
+        CheckpointKey(session_id, row.checkpoint_ns, row.checkpoint_id)
         for row in rows
         if (row.checkpoint_ns, row.checkpoint_id) not in kept
     ]
@@ -328,7 +333,7 @@ def keep_latest(tx: Tx, session_id: str) -> None:
     tx.many(sql.delete_checkpoint_writes, doomed)
     tx.many(sql.delete_checkpoint, doomed)
     orphans = [
-        (session_id, row.checkpoint_ns, row.checkpoint_id)
+        CheckpointKey(session_id, row.checkpoint_ns, row.checkpoint_id)
         for row in rows
         if (row.checkpoint_ns, row.checkpoint_id) in kept
         and row.parent_checkpoint_id is not None

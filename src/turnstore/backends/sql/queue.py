@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.backends.sql.engine import Statements, Tx, insert, select, update
 from turnstore.backends.sql.runtime_tables import now_ms
 from turnstore.errors import InvalidInput, QueuedWorkClaimExpired
 from turnstore.records.base import decode_stored, encode_json
@@ -36,20 +36,35 @@ class BatchRow(NamedTuple):
     lease_expires_at_ms: int | None
 
 
+class BatchInsert(NamedTuple):
+    """A queued-work batch as written, at the end of its session's queue."""
+
+    session_id: str
+    batch_id: str
+    position: int
+    boundary: str
+    items_json: str
+    enqueued_at_ms: int
+
+
+class ClaimWrite(NamedTuple):
+    """A claim's lease on one batch (the batch picked by the last two fields)."""
+
+    claim_id: str
+    claim_owner_id: str
+    lease_expires_at_ms: int
+    session_id: str
+    batch_id: str
+
+
 class QueueSql(Statements):
     """Statements of the queued-work table."""
 
     batches = select(BatchRow, "FROM queued_work WHERE session_id = ? ORDER BY position")
     last_position = "SELECT COALESCE(MAX(position), 0) FROM queued_work WHERE session_id = ?"
     batch_exists = "SELECT 1 FROM queued_work WHERE session_id = ? AND batch_id = ?"
-    insert_batch = (
-        "INSERT INTO queued_work (session_id, batch_id, position, boundary, items_json,"
-        " enqueued_at_ms) VALUES (?, ?, ?, ?, ?, ?)"
-    )
-    claim_batch = (
-        "UPDATE queued_work SET claim_id = ?, claim_owner_id = ?, lease_expires_at_ms = ?"
-        " WHERE session_id = ? AND batch_id = ?"
-    )
+    insert_batch = insert(BatchInsert, "queued_work")
+    claim_batch = update(ClaimWrite, "queued_work", keys=2)
     renew_claim = (
         "UPDATE queued_work SET lease_expires_at_ms = ? WHERE session_id = ? AND claim_id = ?"
     )
@@ -90,7 +105,8 @@ def enqueue(tx: Tx, session_id: str, draft: QueuedWorkBatchDraft) -> QueuedWorkB
     position = int(tx.value(sql.last_position, (session_id,)) or 0) + 1
     now = now_ms(tx)
     items_json = encode_json(draft.items).decode()
-    tx.run(sql.insert_batch, (session_id, batch_id, position, draft.boundary, items_json, now))
+    row = BatchInsert(session_id, batch_id, position, draft.boundary, items_json, now)
+    tx.run(sql.insert_batch, row)
     return QueuedWorkBatch(
         session_id=session_id,
         batch_id=batch_id,
@@ -113,8 +129,8 @@ def claim(tx: Tx, session_id: str, request: PreparedClaim) -> QueuedWorkClaim | 
     expires = now + request.lease_ttl_ms
     sql = tx.sql(QueueSql)
     for batch in group:
-        params = (claim_id, request.owner_id, expires, session_id, batch.batch_id)
-        tx.run(sql.claim_batch, params)
+        lease = ClaimWrite(claim_id, request.owner_id, expires, session_id, batch.batch_id)
+        tx.run(sql.claim_batch, lease)
         batch.claim_id = claim_id
         batch.claim_owner_id = request.owner_id
         batch.lease_expires_at_ms = expires

@@ -5,7 +5,15 @@ from __future__ import annotations
 from turnstore.backends.sql import attachments, queue, sessions
 from turnstore.backends.sql.engine import Tx
 from turnstore.backends.sql.runtime_reads import head
-from turnstore.backends.sql.runtime_tables import HeadRow, HeadWrite, RuntimeSql
+from turnstore.backends.sql.runtime_tables import (
+    BlobInsert,
+    HeadRow,
+    HeadWrite,
+    LedgerInsert,
+    NodeInsert,
+    RuntimeSql,
+    TurnCommitInsert,
+)
 from turnstore.errors import HeadRevisionConflict, InvalidInput, RuntimeTurnCommitConflict
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.runtime import (
@@ -62,8 +70,9 @@ def commit(tx: Tx, prepared: PreparedCommit) -> RuntimeCommitResult:
     )
     stamp = given.turn_commit
     if stamp is not None:
-        params = (session_id, stamp.turn_id, prepared.turn_commit_hash, result.to_json().decode())
-        tx.run(sql.insert_turn_commit, params)
+        hash_ = prepared.turn_commit_hash
+        row = TurnCommitInsert(session_id, stamp.turn_id, hash_, result.to_json().decode())
+        tx.run(sql.insert_turn_commit, row)
     return result
 
 
@@ -131,8 +140,10 @@ def _apply_graph(
             if tx.value(sql.node_exists, (session_id, node.node_id)) is not None:
                 raise InvalidInput(f"graph node `{node.node_id}` already exists")
             position += 1
-            params = (session_id, node.node_id, node.parent_node_id, position, node.record_json)
-            tx.run(sql.insert_node, params)
+            row = NodeInsert(
+                session_id, node.node_id, node.parent_node_id, position, node.record_json
+            )
+            tx.run(sql.insert_node, row)
         if prepared.user_messages:
             first = first if first is not None else prepared.user_messages[0]
             count += len(prepared.user_messages)
@@ -147,7 +158,7 @@ def _store_blobs(tx: Tx, prepared: PreparedCommit) -> None:
     sql = tx.sql(RuntimeSql)
     provided = {blob.ref for blob in prepared.blobs}
     for blob in (*prepared.blobs, prepared.manifest_blob):
-        tx.run(sql.insert_blob, (blob.ref, blob.data))
+        tx.run(sql.insert_blob, BlobInsert(blob.ref, blob.data))
     referenced = sorted(set(prepared.manifest.blob_refs()) - provided)
     if referenced:
         present = set(tx.values(sql.present_blobs, (tx.dialect.id_list(referenced),)))
@@ -165,4 +176,4 @@ def _append_ledger(tx: Tx, prepared: PreparedCommit) -> None:
     position = int(tx.value(sql.last_ledger_position, (session_id,)) or 0)
     for entry in entries:
         position += 1
-        tx.run(sql.insert_ledger, (session_id, position, entry.to_json().decode()))
+        tx.run(sql.insert_ledger, LedgerInsert(session_id, position, entry.to_json().decode()))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from turnstore.backends.sql.engine import Statements, Tx, columns, marks, select
+from turnstore.backends.sql.engine import Statements, Tx, insert, select
 from turnstore.errors import CorruptRecord
 
 
@@ -64,32 +64,65 @@ class TurnCommitRow(NamedTuple):
     result_json: str
 
 
+class TurnCommitInsert(NamedTuple):
+    """A turn's commit as written: what a retry of the same turn is compared with."""
+
+    session_id: str
+    turn_id: str
+    commit_hash: str | None
+    result_json: str
+
+
+class NodeInsert(NamedTuple):
+    """A graph node as written."""
+
+    session_id: str
+    node_id: str
+    parent_node_id: str | None
+    position: int
+    record_json: str
+
+
+class BlobInsert(NamedTuple):
+    """A blob as written, once per ref."""
+
+    blob_ref: str
+    data: bytes
+
+
+class LedgerInsert(NamedTuple):
+    """A token ledger entry as written."""
+
+    session_id: str
+    position: int
+    entry_json: str
+
+
+class MetaWrite(NamedTuple):
+    """A session's meta as written."""
+
+    session_id: str
+    meta_json: str
+
+
 class RuntimeSql(Statements):
     """Statements of the runtime tables."""
 
     now_ms = "SELECT {now_ms}"
     head = select(HeadRow, "FROM runtime_heads WHERE session_id = ?")
-    upsert_head = (
-        f"INSERT INTO runtime_heads ({columns(HeadWrite)}) VALUES ({marks(len(HeadWrite._fields))})"
-        " ON CONFLICT (session_id) DO UPDATE SET "
-        + ", ".join(f"{name} = excluded.{name}" for name in HeadWrite._fields[1:])
-    )
+    upsert_head = insert(
+        HeadWrite, "runtime_heads", " ON CONFLICT (session_id) DO UPDATE SET "
+    ) + ", ".join(f"{name} = excluded.{name}" for name in HeadWrite._fields[1:])
     touch_session = (
         "UPDATE sessions SET updated_at = {now},"
         " first_user_message = COALESCE(first_user_message, ?) WHERE session_id = ?"
     )
     turn_commit = select(TurnCommitRow, "FROM turn_commits WHERE session_id = ? AND turn_id = ?")
-    insert_turn_commit = (
-        "INSERT INTO turn_commits (session_id, turn_id, commit_hash, result_json)"
-        " VALUES (?, ?, ?, ?)"
-    )
+    insert_turn_commit = insert(TurnCommitInsert, "turn_commits")
     delete_nodes = "DELETE FROM graph_nodes WHERE session_id = ?"
     last_node_position = "SELECT COALESCE(MAX(position), 0) FROM graph_nodes WHERE session_id = ?"
     node_exists = "SELECT 1 FROM graph_nodes WHERE session_id = ? AND node_id = ?"
-    insert_node = (
-        "INSERT INTO graph_nodes (session_id, node_id, parent_node_id, position, record_json)"
-        " VALUES (?, ?, ?, ?, ?)"
-    )
+    insert_node = insert(NodeInsert, "graph_nodes")
     live_node = (
         "SELECT record_json FROM graph_nodes"
         " WHERE session_id = ? AND node_id = ? AND NOT tombstoned"
@@ -119,9 +152,7 @@ class RuntimeSql(Statements):
         " AND NOT ({ids:node_id}) ORDER BY position LIMIT 1",
     )
     vacuum = "DELETE FROM graph_nodes WHERE session_id = ? AND tombstoned RETURNING node_id"
-    insert_blob = (
-        "INSERT INTO blobs (blob_ref, data) VALUES (?, ?) ON CONFLICT (blob_ref) DO NOTHING"
-    )
+    insert_blob = insert(BlobInsert, "blobs", " ON CONFLICT (blob_ref) DO NOTHING")
     blob = "SELECT data FROM blobs WHERE blob_ref = ?"
     present_blobs = "SELECT blob_ref FROM blobs WHERE {ids:blob_ref}"
     all_blob_refs = "SELECT blob_ref FROM blobs"
@@ -133,11 +164,12 @@ class RuntimeSql(Statements):
     last_ledger_position = (
         "SELECT COALESCE(MAX(position), 0) FROM token_ledger WHERE session_id = ?"
     )
-    insert_ledger = "INSERT INTO token_ledger (session_id, position, entry_json) VALUES (?, ?, ?)"
+    insert_ledger = insert(LedgerInsert, "token_ledger")
     ledger = "SELECT entry_json FROM token_ledger WHERE session_id = ? ORDER BY position"
-    upsert_meta = (
-        "INSERT INTO session_meta (session_id, meta_json) VALUES (?, ?)"
-        " ON CONFLICT (session_id) DO UPDATE SET meta_json = excluded.meta_json"
+    upsert_meta = insert(
+        MetaWrite,
+        "session_meta",
+        " ON CONFLICT (session_id) DO UPDATE SET meta_json = excluded.meta_json",
     )
     meta = "SELECT meta_json FROM session_meta WHERE session_id = ?"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from turnstore.backends.sql import sessions
 from turnstore.backends.sql.engine import Tx
 from turnstore.backends.sql.runtime_reads import head
-from turnstore.backends.sql.runtime_tables import RuntimeSql
+from turnstore.backends.sql.runtime_tables import MetaWrite, RuntimeSql
 from turnstore.errors import InvalidInput
 from turnstore.records.base import decode_stored
 from turnstore.records.runtime import (
@@ -24,7 +24,7 @@ def save_meta(tx: Tx, meta: SessionMeta) -> None:
     """Replace the session's metadata."""
     optional_identifier(relation_parent(meta.relation), "parent session ID")
     sessions.ensure(tx, meta.session_id)
-    tx.run(tx.sql(RuntimeSql).upsert_meta, (meta.session_id, meta.to_json().decode()))
+    tx.run(tx.sql(RuntimeSql).upsert_meta, MetaWrite(meta.session_id, meta.to_json().decode()))
 
 
 def tombstone(tx: Tx, session_id: str, node_ids: list[str]) -> None:

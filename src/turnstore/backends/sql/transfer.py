@@ -14,7 +14,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import msgspec
 
@@ -37,8 +37,8 @@ from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ForkTree
 from turnstore.records.runtime import SessionCheckpoint
 
-OnConflict = Literal["fail", "skip", "replace"]
-"""What an import does with a tree whose sessions exist with other content."""
+# Re-exported (as X as X) while faces/ still import it from here.
+from turnstore.records.upkeep import OnConflict as OnConflict
 
 BATCH_ROWS = 500
 BATCH_BYTES = 4 << 20

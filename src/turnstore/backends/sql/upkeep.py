@@ -73,6 +73,12 @@ class UpkeepSql(Statements):
     batches = "SELECT count(*) FROM transcript_delta"
     attachments = "SELECT count(*) FROM attachment_manifest"
     langgraph_checkpoints = "SELECT count(*) FROM lg_checkpoints"
+    uncommitted_attachments = (
+        "SELECT count(*) FROM attachment_manifest WHERE committed_at_ms IS NULL"
+    )
+    tombstoned_sessions = (
+        "SELECT DISTINCT session_id FROM graph_nodes WHERE tombstoned ORDER BY session_id"
+    )
 
 
 class PruneCursor(NamedTuple):

@@ -44,7 +44,7 @@ from turnstore.records import (
     TranscriptBatch,
     TranscriptPage,
 )
-from turnstore.rules.events import (
+from turnstore.rules.journal import (
     EventIndex,
     StreamMetricAccumulator,
     completes_model_step,
