@@ -10,14 +10,14 @@ import os
 from collections.abc import Sequence
 from typing import IO
 
-from turnstore.backends.sql.transfer import OnConflict
 from turnstore.ops import runtime as runtime_ops
 from turnstore.ops import upkeep as upkeep_ops
-from turnstore.ops.upkeep import Progress
 from turnstore.records.runtime import AttachmentManifestEntry, GcReport
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
+    OnConflict,
+    Progress,
     PruneReport,
     StoreStats,
     TransferReport,

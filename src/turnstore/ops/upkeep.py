@@ -20,19 +20,18 @@ from turnstore.backends.sql.transfer_rows import (
     TreeHeader,
 )
 from turnstore.errors import InvalidInput
-from turnstore.records.runtime import GcReport
+
+# Re-exported (as X as X) while faces/ still import it from here.
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
     OnConflict,
+    Progress,
     PruneReport,
     StoreStats,
     TransferReport,
     VacuumDatabaseReport,
 )
-
-# Re-exported (as X as X) while faces/ still import it from here.
-from turnstore.records.upkeep import Progress as Progress
 from turnstore.rules.validation import check_input, validate_session_id, validate_session_ids
 from turnstore.rules.values import text
 from turnstore.steps import Steps, call, read, write
@@ -129,11 +128,6 @@ def doctor() -> Steps[DoctorReport]:
 
     report.orphan_attachment_count, report.unreachable_blob_count = yield from read(count)
     return report
-
-
-def collect_garbage() -> Steps[GcReport]:
-    """Delete every blob no session head reaches."""
-    return (yield from write(runtime_upkeep.gc_unreachable))
 
 
 def vacuum_database() -> Steps[VacuumDatabaseReport]:

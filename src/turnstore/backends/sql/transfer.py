@@ -36,9 +36,7 @@ from turnstore.errors import InvalidInput, SessionExists, SessionNotFound
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ForkTree
 from turnstore.records.runtime import SessionCheckpoint
-
-# Re-exported (as X as X) while faces/ still import it from here.
-from turnstore.records.upkeep import OnConflict as OnConflict
+from turnstore.records.upkeep import OnConflict
 
 BATCH_ROWS = 500
 BATCH_BYTES = 4 << 20
