@@ -1,10 +1,11 @@
 """Databases already migrated to the current schema, cloned from one template per test run.
 
-A store opened on a fresh database runs every migration (about 0.4 s on PostgreSQL, 0.05 s
-on SQLite); the contract tests mean to test the store, not its migrations, so `store` and
-`blocking_store` open a copy of a database that one store migrated at the start of the run
-(the tests of migration itself take `store_url`, which stays empty). The template is made by
-the code under test, so it is exactly what a fresh database would become.
+A store opened on a fresh database runs every migration (about 0.14 s on PostgreSQL, where a
+copy takes 0.085 s, and 15 ms on SQLite, where a copy takes 2 ms). The contract tests mean to
+test the store, not its migrations, so `store` and `blocking_store` open a copy of a database
+that one store migrated at the start of the run (the tests of migration itself take
+`store_url`, which stays empty). The template is made by the code under test, so it is
+exactly what a fresh database would become.
 """
 
 from __future__ import annotations
