@@ -23,8 +23,8 @@ def pick(full: int, sample: int) -> int:
 
 
 def share(full: int, fraction: float) -> int:
-    """`full` in CI, else that fraction of it (at least 1), for sizes kept per item."""
-    return full if FULL else max(1, math.ceil(full * fraction))
+    """`full` in CI, else that fraction of it but at least 5 (or `full`, when smaller)."""
+    return full if FULL else max(min(full, 5), math.ceil(full * fraction))
 
 
 FUZZ_SHARE = 0.1
