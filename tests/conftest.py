@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 import turnstore
-from migrated import Templates
 from turnstore import (
     BlockingStore,
     Store,
@@ -183,19 +182,6 @@ def store_url(backend_name: str, tmp_path: Path, pg_schema: str) -> str:
     return str(tmp_path / "turnstore.sqlite3")
 
 
-@pytest.fixture(scope="session")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
-    """The run's migrated template databases (one per backend, made on first use)."""
-    return Templates(tmp_path_factory.mktemp("templates"), POSTGRES_URL)
-
-
-@pytest.fixture
-def migrated_url(backend_name: str, store_url: str, pg_schema: str, templates: Templates) -> str:
-    """`store_url`, its database already at the current schema (a copy of the template)."""
-    templates.clone(backend_name, store_url, pg_schema)
-    return store_url
-
-
 @pytest.fixture
 def database(backend_name: str, tmp_path: Path, pg_schema: str) -> Database:
     """Raw access to the database behind `store`."""
@@ -203,22 +189,22 @@ def database(backend_name: str, tmp_path: Path, pg_schema: str) -> Database:
 
 
 @pytest.fixture(params=FACES)
-async def store(request: pytest.FixtureRequest, migrated_url: str) -> AsyncIterator[Any]:
+async def store(request: pytest.FixtureRequest, store_url: str) -> AsyncIterator[Any]:
     """A fresh store on every backend, through the async face and the blocking face."""
     if request.param == "async":
-        async_store: Store = turnstore.open(migrated_url)
+        async_store: Store = turnstore.open(store_url)
         yield async_store
         await async_store.close()
     else:
-        blocking = turnstore.open_blocking(migrated_url)
+        blocking = turnstore.open_blocking(store_url)
         yield BlockingAsAsync(blocking)
         blocking.close()
 
 
 @pytest.fixture
-def blocking_store(migrated_url: str) -> Iterator[BlockingStore]:
+def blocking_store(store_url: str) -> Iterator[BlockingStore]:
     """A fresh blocking store on the backend under test."""
-    with turnstore.open_blocking(migrated_url) as opened:
+    with turnstore.open_blocking(store_url) as opened:
         yield opened
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import functools
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -19,7 +18,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 import sizes
 import turnstore
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
-from migrated import Templates
 from turnstore import (
     Checkpoint,
     Event,
@@ -156,31 +154,26 @@ class CheckpointStoreModel(RuleBasedStateMachine):
             assert [b.sequence for b in reversed(transcript.batches)] == known.transcript
 
 
-def _fresh_sqlite(templates: Templates) -> tuple[str, Callable[[], None]]:
+def _fresh_sqlite() -> tuple[str, Callable[[], None]]:
     folder = tempfile.TemporaryDirectory()
-    url = str(Path(folder.name) / "model.sqlite3")
-    templates.clone("sqlite", url, "")
-    return url, folder.cleanup
+    return str(Path(folder.name) / "model.sqlite3"), folder.cleanup
 
 
-def _fresh_postgres(templates: Templates) -> tuple[str, Callable[[], None]]:
+def _fresh_postgres() -> tuple[str, Callable[[], None]]:
     schema = f"model_{uuid.uuid4().hex}"
 
     def drop() -> None:
         with postgres_connection() as connection:
             connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
-    url = f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
-    templates.clone("postgres", url, schema)
-    return url, drop
+    return f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}", drop
 
 
-def test_store_agrees_with_the_model(backend_name: str, templates: Templates) -> None:
+def test_store_agrees_with_the_model(backend_name: str) -> None:
     """Any sequence of saves, events, forks and deletes leaves the store equal to the model."""
     if backend_name == "postgres":
         require_postgres()
-    make = _fresh_postgres if backend_name == "postgres" else _fresh_sqlite
-    fresh = functools.partial(make, templates)
+    fresh = _fresh_postgres if backend_name == "postgres" else _fresh_sqlite
     run_state_machine_as_test(
         lambda: CheckpointStoreModel(fresh),
         settings=settings(

@@ -86,9 +86,9 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def writer(migrated_url: str) -> Iterator[BlockingStore]:
+def writer(store_url: str) -> Iterator[BlockingStore]:
     """The store the test writes through; the server reads the same database."""
-    with turnstore.open_blocking(migrated_url) as opened:
+    with turnstore.open_blocking(store_url) as opened:
         yield opened
 
 
