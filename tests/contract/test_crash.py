@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+import sizes
 import turnstore
 from conftest import postgres_connection
 from turnstore import (
@@ -61,10 +62,24 @@ def _load_writer_module() -> Any:
 schedules = _load_writer_module()
 
 CASES = [
-    pytest.param("sqlite", schedules.MIXED, 24, (0.05, 0.5), id="sqlite-mixed"),
+    pytest.param(
+        "sqlite", schedules.MIXED, sizes.CRASH_KILLS_SQLITE_MIXED, (0.05, 0.5), id="sqlite-mixed"
+    ),
     # A PostgreSQL writer takes longer to start, so it is killed less often.
-    pytest.param("postgres", schedules.MIXED, 16, (0.05, 0.5), id="postgres-mixed"),
-    pytest.param("postgres", schedules.LARGE, 10, (0.0, 0.4), id="postgres-large"),
+    pytest.param(
+        "postgres",
+        schedules.MIXED,
+        sizes.CRASH_KILLS_POSTGRES_MIXED,
+        (0.05, 0.5),
+        id="postgres-mixed",
+    ),
+    pytest.param(
+        "postgres",
+        schedules.LARGE,
+        sizes.CRASH_KILLS_POSTGRES_LARGE,
+        (0.0, 0.4),
+        id="postgres-large",
+    ),
 ]
 """Backend, schedule, SIGKILLs, and the range of the delay between first ack and kill."""
 

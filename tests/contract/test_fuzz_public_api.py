@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from store_dumps import Dumper
 
+import sizes
 import turnstore
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
 from turnstore import (
@@ -994,21 +995,23 @@ ANY_CASE = st.sampled_from(CASE_LIST).flatmap(one)
 def test_blocking_face_on_sqlite(case: Case) -> None:
     """Every input to one method of the blocking face ends well, and a refusal changes nothing."""
     with harness("sqlite", "blocking") as opened:
-        run(opened, one(case), case.examples)
-        assert opened.calls >= case.examples
+        examples = sizes.share(case.examples, sizes.FUZZ_SHARE)
+        run(opened, one(case), examples)
+        assert opened.calls >= examples
 
 
 def test_async_face_on_sqlite() -> None:
     """A sample of inputs to every method, through the async face."""
     with harness("sqlite", "async") as opened:
-        run(opened, ANY_CASE, 300)
+        run(opened, ANY_CASE, sizes.FUZZ_ASYNC_SQLITE)
 
 
 @pytest.mark.parametrize("face", ["blocking", "async"])
 def test_postgres(face: str) -> None:
     """A sample of inputs to every method on PostgreSQL, through each face."""
     with harness("postgres", face) as opened:
-        run(opened, ANY_CASE, 200 if face == "blocking" else 100)
+        n = sizes.FUZZ_POSTGRES_BLOCKING if face == "blocking" else sizes.FUZZ_POSTGRES_ASYNC
+        run(opened, ANY_CASE, n)
 
 
 def test_the_harness_fails_on_an_untyped_exception() -> None:

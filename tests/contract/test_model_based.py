@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+import sizes
 import turnstore
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
 from turnstore import (
@@ -176,7 +177,11 @@ def test_store_agrees_with_the_model(backend_name: str) -> None:
     run_state_machine_as_test(
         lambda: CheckpointStoreModel(fresh),
         settings=settings(
-            max_examples=150 if backend_name == "sqlite" else 60,
+            max_examples=(
+                sizes.MODEL_EXAMPLES_SQLITE
+                if backend_name == "sqlite"
+                else sizes.MODEL_EXAMPLES_POSTGRES
+            ),
             stateful_step_count=40,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow],

@@ -1,7 +1,8 @@
 """The `turnstore` command line on both backends, through click's runner and a real process.
 
-`cli` runs a command both ways (the `cli` fixture is parametrized), `run` through click's
-runner only; the helpers here are shared with test_cli_operate.py and test_cli_help.py.
+`cli` runs a command through click's runner, and for the tests in `PROCESS_SMOKE` through a
+real process too; `run` through click's runner only; the helpers here are shared with
+test_cli_operate.py and test_cli_help.py.
 """
 
 from __future__ import annotations
@@ -111,9 +112,42 @@ def run_process(
     return Outcome(done.returncode, done.stdout, done.stderr.decode())
 
 
-@pytest.fixture(params=["runner", "process"])
+PROCESS_SMOKE = frozenset(
+    {
+        # Tables, JSON lines and one clean error line through real pipes.
+        "test_sessions_list_prints_a_table",
+        "test_sessions_show_json_parses",
+        "test_sessions_show_of_a_missing_session_is_one_clean_line",
+        # The environment, the version, a refusal with stdin not a terminal, secrets.
+        "test_turnstore_url_stands_in_for_the_url_argument",
+        "test_version_prints_the_package_version",
+        "test_sessions_delete_off_a_terminal_needs_yes",
+        "test_a_password_in_the_url_is_never_printed",
+        "test_inspecting_a_missing_file_creates_nothing",
+        "test_inspecting_a_file_that_is_not_a_database_is_one_clean_line",
+        # Binary exports on stdout and imports from stdin, exit status 1, migrations.
+        "test_export_import_export_is_identical_across_backends",
+        "test_doctor_exits_1_on_a_missing_index",
+        "test_migrate_lists_then_runs_the_steps",
+    }
+)
+"""Tests that also run the CLI as a real process; every `cli` test runs through the runner."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each `cli` test through click's runner, and the smoke tests as a process too.
+
+    A process costs an interpreter start and turnstore's imports (about 0.5 s); the runner
+    invokes the same `main`, so the process runs are kept for what only a process shows.
+    """
+    if "cli" in metafunc.fixturenames:
+        smoke = metafunc.function.__name__ in PROCESS_SMOKE
+        metafunc.parametrize("cli", ["runner", "process"] if smoke else ["runner"], indirect=True)
+
+
+@pytest.fixture
 def cli(request: pytest.FixtureRequest) -> Cli:
-    """The CLI through click's runner, then through a real subprocess."""
+    """The CLI through click's runner, or through a real subprocess."""
     return run if request.param == "runner" else run_process
 
 

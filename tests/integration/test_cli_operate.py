@@ -23,6 +23,7 @@ from test_cli import (
     catalog,
     cli,
     demo_url,
+    pytest_generate_tests,
     run,
     run_process,
     save_session,
@@ -34,7 +35,8 @@ from conftest import restore_fixture
 from contract.runtime_helpers import chain, make_commit, replace
 from turnstore import Checkpoint, FileAttachmentStore, HydratedSessionCheckpoint
 
-__all__ = ["cli", "demo_url"]  # fixtures shared with test_cli.py
+# Fixtures shared with test_cli.py, and its hook that says which tests run as a process too.
+__all__ = ["cli", "demo_url", "pytest_generate_tests"]
 
 DAY = 86_400
 
