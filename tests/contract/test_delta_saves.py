@@ -107,8 +107,36 @@ def _sqlite_meter(database) -> tuple[Callable[[], int], Callable[[], None]]:
 
 
 def _postgres_meter(database) -> tuple[Callable[[], int], Callable[[], None]]:
+    """The WAL bytes of records that touch this test's own relations.
+
+    The server's WAL position alone would count every other test writing to the same server
+    (the suite runs in several processes), so the records between two positions are read with
+    pg_walinspect and only those naming a relation of this test's schema (or its TOAST) count.
+    """
+    database.query("CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA public")
+    own: set[str] = set()
+    position: list[str] = []
+    total = [0]
+
     def wal_bytes() -> int:
-        return int(database.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")[0][0])
+        """This schema's WAL bytes since the first call (a running total)."""
+        # Read once the store has created its tables: the first call comes after it opened.
+        if not own:
+            own.update(str(node) for (node,) in database.query(_OWN_RELATIONS))
+        start = position[0] if position else None
+        position[:] = [database.query("SELECT pg_current_wal_flush_lsn()::text")[0][0]]
+        if start is None or start == position[0]:
+            return total[0]
+        records = database.query(
+            "SELECT record_length, block_ref FROM public.pg_get_wal_records_info(?, ?)",
+            (start, position[0]),
+        )
+        total[0] += sum(
+            length
+            for length, block_ref in records
+            if own.intersection(_RELFILENODE.findall(block_ref or ""))
+        )
+        return total[0]
 
     def settle() -> None:
         # Start both windows just after a checkpoint, so full-page images weigh the same.
@@ -117,13 +145,28 @@ def _postgres_meter(database) -> tuple[Callable[[], int], Callable[[], None]]:
     return wal_bytes, settle
 
 
+_OWN_RELATIONS = """
+    SELECT c.relfilenode FROM pg_class c
+    WHERE c.relnamespace = current_schema()::regnamespace AND c.relfilenode <> 0
+    UNION ALL
+    SELECT t.relfilenode FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
+    WHERE c.relnamespace = current_schema()::regnamespace
+    UNION ALL
+    SELECT i.relfilenode FROM pg_class c JOIN pg_index x ON x.indrelid = c.reltoastrelid
+    JOIN pg_class i ON i.oid = x.indexrelid
+    WHERE c.relnamespace = current_schema()::regnamespace
+"""
+"""The files of this test's tables and indexes, and of their TOAST tables and indexes."""
+_RELFILENODE = re.compile(r"rel \d+/\d+/(\d+)")
+
+
 def test_bytes_written_per_save_stay_flat_while_the_context_grows(
     store_url, database, backend_name
 ):
     """A save writes what it appends: bytes per save stay flat as the context grows ~5x.
 
     SQLite is measured by this process's /proc/self/io write_bytes (the writer thread is
-    in-process), PostgreSQL by the server's WAL position.
+    in-process), PostgreSQL by the WAL records that name its own relations (pg_walinspect).
     """
     meter = _postgres_meter if backend_name == "postgres" else _sqlite_meter
     measure, settle = meter(database)
