@@ -124,7 +124,7 @@ def _postgres_meter(database) -> tuple[Callable[[], int], Callable[[], None]]:
         if not own:
             own.update(str(node) for (node,) in database.query(_OWN_RELATIONS))
         start = position[0] if position else None
-        position[:] = [database.query("SELECT pg_current_wal_flush_lsn()::text")[0][0]]
+        position[:] = [database.query(FLUSHED)[0][0]]
         if start is None or start == position[0]:
             return total[0]
         records = database.query(
@@ -139,8 +139,11 @@ def _postgres_meter(database) -> tuple[Callable[[], int], Callable[[], None]]:
         return total[0]
 
     def settle() -> None:
-        # Start both windows just after a checkpoint, so full-page images weigh the same.
+        # Start both windows just after a checkpoint, so full-page images weigh the same. The
+        # checkpoint may remove the WAL before it, so reading resumes from here: no save of
+        # this test ran since the last reading.
         database.query("CHECKPOINT")
+        position[:] = [database.query(FLUSHED)[0][0]]
 
     return wal_bytes, settle
 
@@ -157,6 +160,7 @@ _OWN_RELATIONS = """
     WHERE c.relnamespace = current_schema()::regnamespace
 """
 """The files of this test's tables and indexes, and of their TOAST tables and indexes."""
+FLUSHED = "SELECT pg_current_wal_flush_lsn()::text"
 _RELFILENODE = re.compile(r"rel \d+/\d+/(\d+)")
 
 
