@@ -211,7 +211,7 @@ class AsyncDriver(_Driver):
             self._readers.shutdown(wait=True)
 
     def close_blocking(self) -> None:
-        """Close from blocking code, as `close` does, waiting in the caller's thread."""
+        """Close from blocking code: as `close`, but wait here for running reads to end."""
         if not self.closed:
             self.closed = True
             if not self.borrowed:

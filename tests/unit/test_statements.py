@@ -103,6 +103,18 @@ def test_writes_take_their_columns_from_the_row_type() -> None:
     assert matching(Pair, "DELETE FROM t") == "DELETE FROM t WHERE first = ? AND second = ?"
 
 
+def test_update_refuses_an_expression_for_no_field_and_keys_that_leave_nothing() -> None:
+    """A misspelt expression would silently become `= ?`; a key count must leave a field to
+    set and one to pick."""
+    with pytest.raises(TypeError, match="expirse"):
+        update(Lease, "q", keys=2, expirse="max(expires, ?)")
+    with pytest.raises(TypeError, match="session_id"):
+        update(Lease, "q", keys=2, session_id="lower(?)")  # a key, not a field to set
+    for keys in (0, 4):
+        with pytest.raises(TypeError, match=f"keys={keys}"):
+            update(Lease, "q", keys=keys)
+
+
 def test_rows_spliced_from_records_line_up_with_the_insert() -> None:
     """The LangGraph writes spliced from its records' rows keep their fields in column order."""
     from turnstore.backends.sql.langgraph import BlobInsert, WriteInsert

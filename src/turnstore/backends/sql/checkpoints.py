@@ -258,9 +258,10 @@ def insert_items(tx: Tx, save: PreparedSave, plan: ContextWrite) -> None:
         return
     # The usual agent loop appends to its context exactly what it adds to its transcript:
     # then the batch names the context chunk instead of holding a second copy.
-    batch = TranscriptInsert(save.session_id, save.sequence, items_json=delta, context_start=None)
-    if items == delta:
-        batch = batch._replace(items_json=None, context_start=plan.start)
+    named = items == delta
+    batch = TranscriptInsert(
+        save.session_id, save.sequence, None if named else delta, plan.start if named else None
+    )
     tx.run(sql.insert_transcript, batch)
 
 

@@ -74,7 +74,11 @@ def update(row: type[tuple[Any, ...]], table: str, keys: int, also: str = "", **
     `also` adds assignments that take no parameter.
     """
     fields = cast(Any, row)._fields
+    if not 0 < keys < len(fields):
+        raise TypeError(f"update() of {row.__name__}: keys={keys} leaves nothing to set or pick")
     values, picks = fields[:-keys], fields[-keys:]
+    if unknown := sorted(set(set_) - set(values)):
+        raise TypeError(f"update() of {row.__name__}: no field to set named {unknown}")
     assigned = [f"{name} = {set_.get(name, '?')}" for name in values]
     where = " AND ".join(f"{name} = ?" for name in picks)
     return f"UPDATE {table} SET {', '.join([*assigned, *filter(None, [also])])} WHERE {where}"

@@ -220,19 +220,21 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
     if write.token_count_floor is not None:
         tx.run(sql.delete_older_token_counts, (session_id, write.token_count_floor))
     if write.rows:
+        # Fields by position, in `EventInsert`'s order: a keyword call costs about 1 µs more
+        # per event on the save path (mypy still checks each field's type).
         tx.many(
             sql.insert_event,
             [
                 EventInsert(
-                    session_id=session_id,
-                    sequence=sequence,
-                    recorded_at_ms=event.recorded_at_ms,
-                    event_kind=event.index.kind,
-                    model_step_id=event.index.model_step_id,
-                    stream_phase=event.index.stream_phase,
-                    delta_bytes=event.index.delta_bytes,
-                    event_json=event.event_json.decode(),
-                    stream_metrics_json=encode_json(metrics).decode() if metrics else "[]",
+                    session_id,
+                    sequence,
+                    event.recorded_at_ms,
+                    event.index.kind,
+                    event.index.model_step_id,
+                    event.index.stream_phase,
+                    event.index.delta_bytes,
+                    event.event_json.decode(),
+                    encode_json(metrics).decode() if metrics else "[]",
                 )
                 for sequence, event, metrics in write.rows
             ],
