@@ -1,3 +1,3 @@
-"""Internal: the operations of both contracts, side by side, each written once as steps."""
+"""Internal: the operations of the three contracts, side by side, each written once as steps."""
 
 __all__: list[str] = []

@@ -20,8 +20,6 @@ from turnstore.backends.sql.transfer_rows import (
     TreeHeader,
 )
 from turnstore.errors import InvalidInput
-
-# Re-exported (as X as X) while faces/ still import it from here.
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,

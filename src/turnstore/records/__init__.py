@@ -1,4 +1,4 @@
-"""Every record of both contracts: pure data, JSON in the contracts' snake_case names.
+"""Every record of the contracts: pure data, JSON in the contracts' snake_case names.
 
 The protocol event types the records carry are in `turnstore.events`; the LangGraph tables'
 records (the third contract, `store.langgraph`) are in `turnstore.records.langgraph`.

@@ -186,7 +186,7 @@ class PostgresEngine:
                 tx = Tx(connection, POSTGRES)
                 result = _pipelined(connection, "BEGIN", lambda: work(tx))
             # COMMIT returned. The notification goes out from another connection (see
-            # `notify`), never inside the transaction.
+            # `watch`), never inside the transaction.
             if tx.event_sessions:
                 self._watch.committed(tx.event_sessions)
             return result
