@@ -223,7 +223,10 @@ def test_concurrent_claimer_processes_never_share_a_batch_and_complete_each_exac
             by_batch[batch].append(held)
     takeovers = 0
     for batch, claims in by_batch.items():
-        claims.sort(key=lambda held: held.start_ms)
+        # Lease starts are whole milliseconds: a claim and its abandon can both fall in the
+        # millisecond in which the next holder's claim starts, so among equal starts the one
+        # that ended first comes first.
+        claims.sort(key=lambda held: (held.start_ms, held.end_ms))
         for earlier, later in itertools.pairwise(claims):
             assert later.start_ms >= earlier.end_ms - TOLERANCE_MS, (
                 f"{context}: batch {batch} held by {later.owner} ({later.claim_id}) from "
