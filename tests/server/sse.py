@@ -9,12 +9,16 @@ from typing import Any
 
 import httpx
 
+Frame = tuple[int | str, Any]
+"""An `event` message as (id, JournalEvent); any other message as (its event name, data)."""
+
 
 class Tail:
-    """One open event stream; `next()` returns the next event frame as (id, JournalEvent)."""
+    """One open event stream; `next()` returns the next message as a `Frame`."""
 
     def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
-        self._frames: queue.Queue[tuple[int, Any] | BaseException | None] = queue.Queue()
+        self._frames: queue.Queue[Frame | BaseException | None] = queue.Queue()
+        self.comments: list[str] = []
         self._client = httpx.Client(timeout=httpx.Timeout(10, read=None))
         self._request = self._client.build_request("GET", url, headers=headers or {})
         self.response = self._client.send(self._request, stream=True)
@@ -27,19 +31,26 @@ class Tail:
         try:
             for line in self.response.iter_lines():
                 if line == "":
-                    if "data" in fields:
-                        self._frames.put((int(fields["id"]), json.loads(fields["data"])))
-                    elif "retry" in fields:
-                        self.retry_ms = int(fields["retry"])
+                    self._dispatch(fields)
                     fields = {}
-                elif not line.startswith(":"):
+                elif line.startswith(":"):
+                    self.comments.append(line[1:].strip())
+                else:
                     name, _, value = line.partition(":")
                     fields[name] = value.removeprefix(" ")
             self._frames.put(None)
         except (httpx.HTTPError, RuntimeError) as error:
             self._frames.put(error)
 
-    def next(self, timeout: float = 10.0) -> tuple[int, Any]:
+    def _dispatch(self, fields: dict[str, str]) -> None:
+        if "data" in fields:
+            data = json.loads(fields["data"])
+            kind = fields.get("event", "message")
+            self._frames.put((int(fields["id"]), data) if kind == "event" else (kind, data))
+        elif "retry" in fields:
+            self.retry_ms = int(fields["retry"])
+
+    def next(self, timeout: float = 10.0) -> Frame:
         """The next event, or AssertionError when none comes within `timeout` seconds."""
         try:
             frame = self._frames.get(timeout=timeout)
@@ -49,7 +60,7 @@ class Tail:
             raise AssertionError(f"the stream ended: {frame!r}")
         return frame
 
-    def take(self, count: int, timeout: float = 10.0) -> list[tuple[int, Any]]:
+    def take(self, count: int, timeout: float = 10.0) -> list[Frame]:
         """The next `count` events."""
         return [self.next(timeout) for _ in range(count)]
 

@@ -142,3 +142,79 @@ def test_a_write_through_one_store_reaches_tails_on_two_other_servers(serve, wri
     finally:
         for tail in tails:
             tail.close()
+
+
+def test_with_wait_the_tail_of_a_session_not_saved_yet_follows_its_first_save(
+    serve, writer: BlockingStore
+) -> None:
+    """`?wait=1` on an absent session: 200, a waiting comment, then `session`, then its events."""
+    server = serve()
+    tail = Tail(server.base + STREAM.format("later%2F1") + "?wait=1")
+    try:
+        assert tail.response.status_code == 200
+        assert tail.quiet(0.5)
+        assert "waiting for the session" in tail.comments
+        # A first save without events: the tail must notice the session all the same.
+        checkpoint = new_session(writer, "later/1")
+        kind, summary = tail.next()
+        assert (kind, summary["session_id"], summary["sequence"]) == ("session", "later/1", 1)
+        stored = turn(writer, checkpoint, "t1")
+        assert [sequence for sequence, _ in tail.take(3)] == stored == [1, 2, 3]
+        assert tail.quiet(0.3)
+    finally:
+        tail.close()
+
+
+def test_with_wait_an_existing_session_is_announced_then_tailed_as_usual(serve, writer) -> None:
+    """`?wait=1` on a session that exists sends `session` at once, then tails from the cursor."""
+    new_session(writer, "s")
+    warning(writer, "s", "old")
+    server = serve()
+    tail = Tail(server.base + STREAM.format("s") + "?wait=true")
+    try:
+        kind, summary = tail.next()
+        assert (kind, summary["session_id"]) == ("session", "s")
+        assert tail.quiet(0.5), "no cursor: the tail starts at the newest event"
+        warning(writer, "s", "new")
+        assert texts([tail.next()]) == ["new"]
+    finally:
+        tail.close()
+
+
+def test_without_wait_an_absent_session_is_still_a_404(serve) -> None:
+    """Waiting is asked for: a tail of a mistyped id answers 404 at once; a bad flag is a 400."""
+    server = serve()
+    for query in ["", "?wait=0", "?wait=false"]:
+        absent = server.get(STREAM.format("nobody") + query)
+        assert (absent.status_code, absent.json()["type"]) == (404, "SessionNotFound")
+    refused = server.get(STREAM.format("nobody") + "?wait=soon")
+    assert (refused.status_code, refused.json()["type"]) == (400, "InvalidInput")
+
+
+def test_a_scoped_tail_waits_alike_for_absent_and_other_owners_sessions(serve, writer) -> None:
+    """Under `--owner alice`, bob's session looks absent: it waits, and is never announced."""
+    new_session(writer, "bobs", owner="bob")
+    server = serve("--owner", "alice")
+    bobs = Tail(server.base + STREAM.format("bobs") + "?wait=1")
+    later = Tail(server.base + STREAM.format("alices") + "?wait=1")
+    try:
+        warning(writer, "bobs", "private")
+        new_session(writer, "alices", owner="alice")
+        kind, summary = later.next()
+        assert (kind, summary["session_id"]) == ("session", "alices")
+        assert bobs.quiet(1.0)
+        assert bobs.comments == later.comments[: len(bobs.comments)] == ["waiting for the session"]
+    finally:
+        bobs.close()
+        later.close()
+
+
+def test_the_openapi_document_lists_the_tails_parameters(serve) -> None:
+    """The live tail's `after` and `wait` are in the OpenAPI document with the JSON endpoints'."""
+    document = serve().get("/api/openapi.json").json()
+    parameters = document["paths"][STREAM.format("{session_id}")]["get"]["parameters"]
+    assert [(p["name"], p["in"]) for p in parameters] == [
+        ("session_id", "path"),
+        ("after", "query"),
+        ("wait", "query"),
+    ]

@@ -30,7 +30,7 @@ from turnstore.server.openapi import openapi_document
 from turnstore.server.params import ApiError, error_response, json_response
 from turnstore.server.security import Guard
 from turnstore.server.settings import ServeSettings
-from turnstore.server.stream import event_stream
+from turnstore.server.stream import STREAM_QUERY, event_stream
 
 STATIC = resources.files("turnstore.server") / "static"
 """The viewer's files, shipped inside the package."""
@@ -40,7 +40,7 @@ STREAM = Endpoint(
     event_stream,
     "Live tail (Server-Sent Events); resumes after `Last-Event-ID`",
     str,
-    (),
+    STREAM_QUERY,
     media_type="text/event-stream",
 )
 """The live tail, declared like the JSON endpoints so OpenAPI lists it."""
