@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,28 @@ class Browser:
         finally:
             self.driver.set_window_size(width, base)
         print(f"screenshot: {path}")
+
+    @contextmanager
+    def clock_ahead(self, ms: int) -> Iterator[None]:
+        """Pages loaded inside see a wall clock `ms` ahead: a viewer opened that much later.
+
+        Only the page's `Date` moves (set through DevTools before any script of the page
+        runs); the server, the store and the events' times stay real.
+        """
+        shift = (
+            "(() => { const Real = Date; const now = () => Real.now() + SHIFT;"
+            " class Later extends Real { constructor(...a) { super(...(a.length ? a : [now()])); }"
+            " static now() { return now(); } } window.Date = Later; })();"
+        ).replace("SHIFT", str(int(ms)))
+        added = self.driver.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": shift}
+        )
+        try:
+            yield
+        finally:
+            self.driver.execute_cdp_cmd(
+                "Page.removeScriptToEvaluateOnNewDocument", {"identifier": added["identifier"]}
+            )
 
     def drain_console(self) -> list[dict[str, Any]]:
         """The console entries logged since the last drain."""

@@ -16,6 +16,7 @@ from turnstore import (
 from turnstore.events import (
     AgentMessageContentDeltaEvent,
     AgentMessageEvent,
+    AgentReasoningContentDeltaEvent,
     MessageAuthor,
     MessageEvent,
     ModelStepCompleted,
@@ -84,6 +85,22 @@ def start_turn(store: BlockingStore, checkpoint: Checkpoint, turn_id: str, quest
         ],
     )
     return started + 2
+
+
+def stream_reasoning(
+    store: BlockingStore, checkpoint: Checkpoint, turn_id: str, chunks: list[str]
+) -> None:
+    """Journal the step's streamed reasoning deltas one by one."""
+    for chunk in chunks:
+        delta = AgentReasoningContentDeltaEvent(
+            session_id=checkpoint.session_id,
+            turn_id=turn_id,
+            model_step_id=f"{turn_id}-step-0",
+            delta=chunk,
+        )
+        store.append_event(
+            checkpoint.session_id, now_ms(), Event(submission_id=f"sub-{turn_id}", msg=delta)
+        )
 
 
 def stream_answer(

@@ -24,35 +24,11 @@ from turnstore import (
 from turnstore.cli.demo import run_demo
 
 from .conftest import DOCS_IMAGES, UPDATE_SCREENSHOTS, Browser
+from .pages import session_url, wait_rows
 from .sessions import new_session, whole_turn
 
 WRITER = Path(__file__).with_name("_live_writer.py")
 PWNED = "return [window.__pwned === undefined, document.title]"
-
-
-def session_url(base: str, session_id: str) -> str:
-    """The viewer's address of one session, encoded as the viewer itself links it."""
-    return f"{base}/#/s/{quote(session_id, safe='')}"
-
-
-def row_ids(browser: Browser) -> list[str]:
-    """The session ids of the catalog's rows, in page order."""
-    return [
-        row.get_attribute("data-session-id") for row in browser.css(browser.testid("session-row"))
-    ]
-
-
-def wait_rows(browser: Browser, count: int, timeout: float = 10) -> list[str]:
-    """Wait until the catalog shows `count` rows and its status says it is done loading."""
-    browser.wait(
-        lambda _: (
-            len(browser.css(browser.testid("session-row"))) == count
-            and "Loading" not in browser.one(browser.testid("catalog-status")).text
-        ),
-        timeout,
-        f"expected {count} catalog rows",
-    )
-    return row_ids(browser)
 
 
 # --- the catalog ---------------------------------------------------------------------------
@@ -230,13 +206,6 @@ def test_session_shows_summary_transcript_timeline_executions_graph_and_queue(
     assert "Here is the gist." in nodes[1].text
     assert "and the appendix?" in browser.one(browser.testid("queue-batch")).text
 
-    browser.allow_console(
-        "/api/sessions/no-such-session - Failed to load resource: "
-        "the server responded with a status of 404"
-    )
-    browser.open(session_url(server.base, "no-such-session"))
-    assert "No such session" in browser.one(browser.testid("session-error")).text
-
 
 # --- live updates --------------------------------------------------------------------------
 
@@ -265,6 +234,19 @@ def test_a_turn_saved_by_another_process_appears_without_reload(
         turn = browser.testid("timeline-turn") + "[data-turn-id='turn-live']"
         running = browser.wait(lambda _: browser.snapshot(turn), message="no live turn")
         assert running[0]["data"]["status"] == "running"
+        # Reasoning and the answer stream into parts of their own, never one run of text.
+        parts = turn + " " + browser.testid("streamed-phase")
+        both = ["reasoning", "final_answer"]
+        streamed = browser.wait(
+            lambda _: (
+                [p["data"]["phase"] for p in browser.snapshot(parts)] == both
+                and browser.snapshot(parts)
+            ),
+            message="no separate reasoning and answer parts while streaming",
+        )
+        assert streamed[0]["text"].endswith("Thinking about the question.")
+        assert "Thinking" not in streamed[1]["text"]
+        assert streamed[1]["text"].split("\n")[-1].startswith("The live answer")
         done = browser.wait(
             lambda _: browser.snapshot(turn + "[data-status='completed']"),
             timeout=15,

@@ -6,12 +6,18 @@ import { sessionPage } from "./session.js";
 
 const root = document.getElementById("app");
 const liveIndicator = document.querySelector("[data-testid='live-indicator']");
-const LIVE_TEXT = { on: "live", connecting: "connecting…", off: "not live" };
+const LIVE_TEXT = { on: "live", connecting: "connecting…", waiting: "waiting for the session", off: "not live" };
+
+const LIVE_TITLE = {
+  on: "Following the session's event stream",
+  waiting: "Waiting for the session's first save",
+  off: "Not following any event stream",
+};
 
 const live = {
   set(state) {
     liveIndicator.dataset.state = state;
-    liveIndicator.title = state === "on" ? "Following the session's event stream" : "Not following any event stream";
+    liveIndicator.title = LIVE_TITLE[state] ?? LIVE_TITLE.off;
     liveIndicator.lastChild.textContent = LIVE_TEXT[state] ?? state;
   },
 };

@@ -1,10 +1,13 @@
 // The catalog page: sessions newest first, filtered by id prefix and owner, paged by cursor.
 
-import { getJson } from "./api.js";
-import { h, num, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
+import { openTurnState, STATUS_LABEL } from "./activity.js";
+import { getJson, sessionPath } from "./api.js";
+import { absoluteTime, h, num, replace, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
 
 const PAGE_SIZE = 50;
 const FILTER_DELAY_MS = 250;
+const STATUS_READS = 4;
+const RECHECK_MS = 5000;
 
 export function catalogPage(root, params) {
   const state = { prefix: params.get("prefix") ?? "", owner: params.get("owner") ?? "", cursor: null, done: false, loading: false, generation: 0 };
@@ -18,7 +21,7 @@ export function catalogPage(root, params) {
   const sentinel = h("div", { class: "sentinel", testid: "catalog-sentinel", "aria-hidden": "true" });
   const table = h("table", { class: "catalog", testid: "catalog" },
     h("thead", {}, h("tr", {},
-      ["Session", "Owner", "First message", "Turns", "Tokens", "Updated"].map((name) => h("th", { scope: "col" }, name)),
+      ["Session", "Owner", "First message", "Status", "Turns", "Tokens", "Updated"].map((name) => h("th", { scope: "col" }, name)),
     )),
     body,
   );
@@ -43,7 +46,7 @@ export function catalogPage(root, params) {
       const page = await getJson("/api/sessions", { limit: PAGE_SIZE, cursor: state.cursor, owner: state.owner, prefix: state.prefix });
       if (generation !== state.generation) return;
       const sessions = Array.isArray(page.sessions) ? page.sessions : [];
-      for (const summary of sessions) body.append(sessionRow(summary));
+      for (const summary of sessions) body.append(sessionRow(summary, statuses));
       state.cursor = typeof page.next_cursor === "string" && page.next_cursor ? page.next_cursor : null;
       state.done = state.cursor === null;
       const count = body.childElementCount;
@@ -78,6 +81,7 @@ export function catalogPage(root, params) {
     loadPage();
   }
 
+  const statuses = new StatusCells();
   let timer = 0;
   const onFilter = () => {
     clearTimeout(timer);
@@ -98,6 +102,7 @@ export function catalogPage(root, params) {
   loadPage();
   prefixInput.focus();
   return () => {
+    statuses.stop();
     clearTimeout(timer);
     observer.disconnect();
     state.generation += 1;
@@ -109,7 +114,7 @@ function isInView(el) {
   return rect.top < window.innerHeight + 200;
 }
 
-function sessionRow(summary) {
+function sessionRow(summary, statuses) {
   const id = String(summary.session_id ?? "");
   const context = summary.session_context ?? {};
   const stats = summary.execution_stats ?? {};
@@ -130,8 +135,79 @@ function sessionRow(summary) {
     idCell,
     h("td", { class: "cell-owner" }, context.owner_id ? visibleId(context.owner_id, 60) : h("span", { class: "muted" }, "—")),
     h("td", {}, h("div", { class: "cell-message", testid: "first-message" }, summary.first_user_message ? visibleText(summary.first_user_message, 200) : h("span", { class: "muted" }, "—"))),
+    statuses.cell(id),
     h("td", { class: "cell-num", title: `sequence ${summary.sequence ?? "?"}` }, runs, problems ? h("span", { class: "bad-count", title: "failed or aborted" }, ` (${num(problems)}!)`) : null),
     h("td", { class: "cell-num" }, num(usage.total_tokens)),
     h("td", { class: "cell-time" }, timeEl(summary.updated_at)),
   );
+}
+
+// --- the status column ---------------------------------------------------------------------
+
+// Each row's status comes from its session's newest journal event, a few reads at a time; a
+// "running" cell turns "no activity" by the timeline's rule (activity.js) without a reload.
+class StatusCells {
+  constructor() {
+    this.queue = [];
+    this.reading = 0;
+    this.open = new Set();
+    this.timer = setInterval(() => this.recheck(), RECHECK_MS);
+  }
+
+  cell(sessionId) {
+    const td = h("td", { class: "cell-status", testid: "session-status", "data-status": "loading" }, h("span", { class: "muted" }, "…"));
+    this.queue.push({ td, sessionId });
+    this.pump();
+    return td;
+  }
+
+  pump() {
+    while (this.reading < STATUS_READS && this.queue.length) {
+      const { td, sessionId } = this.queue.shift();
+      this.reading += 1;
+      getJson(sessionPath(sessionId, "/events"), { limit: 1 })
+        .then((page) => this.first(td, newestStatus(Array.isArray(page.events) ? page.events[0] : null)))
+        .catch((error) => this.show(td, { status: "unknown", title: `Could not read: ${error.message}` }))
+        .finally(() => {
+          this.reading -= 1;
+          this.pump();
+        });
+    }
+  }
+
+  first(td, found) {
+    if (found.status === "running") this.open.add({ td, found });
+    this.show(td, found);
+  }
+
+  show(td, found) {
+    const status = found.status === "running" ? openTurnState(found.at) : found.status;
+    td.dataset.status = status;
+    td.title = status === "stalled" ? `no activity since ${absoluteTime(found.at)}` : found.title ?? "";
+    replace(td, status === "none" || status === "unknown" ? h("span", { class: "muted" }, "—") : h("span", { class: `badge badge-${status}` }, STATUS_LABEL[status] ?? status));
+  }
+
+  recheck() {
+    for (const entry of this.open) {
+      if (!entry.td.isConnected) this.open.delete(entry);
+      else if (openTurnState(entry.found.at) !== entry.td.dataset.status) this.show(entry.td, entry.found);
+    }
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.queue = [];
+  }
+}
+
+// A session's status from its newest event: a turn's end, or an unfinished turn, or no turn.
+function newestStatus(journal) {
+  const msg = journal && journal.event && typeof journal.event.msg === "object" ? journal.event.msg : null;
+  if (!msg) return { status: "none", title: "No journal events" };
+  const at = typeof journal.recorded_at_ms === "number" ? journal.recorded_at_ms : null;
+  if (msg.type === "task_complete") return { status: "completed", title: "Its last turn completed" };
+  if (msg.type === "turn_aborted") return { status: "aborted", title: "Its last turn was aborted" };
+  const inTurn = typeof msg.turn_id === "string" || typeof journal.event.submission_id === "string";
+  if (inTurn) return { status: "running", at };
+  return { status: "none", title: "No turn running" };
 }

@@ -26,16 +26,22 @@ function failure(error) {
 }
 
 export function sessionPage(root, sessionId, live) {
-  const page = new SessionPage(root, sessionId, live);
-  page.start();
+  let page;
+  // A page that waited for its session starts over, as a fresh page, once the session appears.
+  const open = () => {
+    page = new SessionPage(root, sessionId, live, open);
+    page.start();
+  };
+  open();
   return () => page.stop();
 }
 
 class SessionPage {
-  constructor(root, sessionId, live) {
+  constructor(root, sessionId, live, reopen) {
     this.root = root;
     this.id = sessionId;
     this.live = live;
+    this.reopen = reopen;
     this.events = new Map();
     this.olderBefore = null;
     this.latest = 0;
@@ -75,7 +81,8 @@ class SessionPage {
     this.olderEvents.addEventListener("click", () => this.loadOlderEvents());
     this.olderTranscript.addEventListener("click", () => this.loadTranscript(this.transcriptBefore));
     this.loadSummary().then((found) => {
-      if (!found || this.stopped) return;
+      if (found === "absent" && !this.stopped) this.waitForSession();
+      if (found !== true || this.stopped) return;
       this.loadEvents();
       this.loadTranscript();
       this.loadExecutions();
@@ -107,15 +114,36 @@ class SessionPage {
       return true;
     } catch (error) {
       if (this.stopped) return false;
-      const notFound = error instanceof ApiError && error.status === 404;
+      this.root.querySelector(".session-grid")?.remove();
+      if (error instanceof ApiError && error.status === 404) return "absent";
       replace(this.header, h("div", { class: "card notice error", testid: "session-error" },
-        h("h1", {}, notFound ? "No such session" : "Could not load the session"),
+        h("h1", {}, "Could not load the session"),
         h("p", {}, visibleText(error.message, 300)),
         h("p", {}, h("a", { href: "#/" }, "Back to the sessions")),
       ));
-      this.root.querySelector(".session-grid")?.remove();
       return false;
     }
+  }
+
+  // --- a session not saved yet -------------------------------------------------------------------
+
+  // An agent may not have saved its session yet: follow the tail with ?wait=1 until it exists.
+  waitForSession() {
+    replace(this.header, h("div", { class: "card notice waiting", testid: "session-waiting" },
+      h("h1", {}, "Waiting for the first save"),
+      h("p", {}, "No session ", h("span", { class: "mono" }, visibleId(this.id, 120)), " is stored yet (or the server's owner scope does not show it). This page follows the store and shows the session as soon as it is saved."),
+      h("p", {}, h("a", { href: "#/" }, "Back to the sessions")),
+    ));
+    document.title = `waiting for ${visibleId(this.id, 60)} · turnstore`;
+    const stream = new EventSource(`${sessionPath(this.id, "/events/stream")}?wait=1`);
+    this.stream = stream;
+    this.live.set("waiting");
+    stream.addEventListener("error", () => this.live.set(stream.readyState === EventSource.CLOSED ? "off" : "waiting"));
+    stream.addEventListener("session", () => {
+      if (this.stopped) return;
+      this.stop();
+      this.reopen();
+    });
   }
 
   // --- events and the live stream --------------------------------------------------------------
@@ -180,6 +208,8 @@ class SessionPage {
     }
     if (!event || typeof event.sequence !== "number") return;
     this.live.set("on");
+    // When this page received it: a writer whose clock runs behind still reads as live.
+    event.seenAt = Date.now();
     this.events.set(event.sequence, event);
     this.latest = Math.max(this.latest, event.sequence);
     // A completed model step replaces its streamed deltas in the journal: drop them here too.

@@ -1,5 +1,6 @@
 // The turn timeline: journal events folded into turns, model steps and tool calls.
 
+import { openTurnState, STATUS_LABEL } from "./activity.js";
 import { absoluteTime, duration, h, num, visibleId, visibleText } from "./dom.js";
 
 const STREAM_PREVIEW = 2000;
@@ -26,6 +27,7 @@ function newTurn(turnId, key) {
     firstAt: null,
     lastAt: null,
     firstSeq: null,
+    seenAt: null,
     entries: [],
     steps: new Map(),
     tools: new Map(),
@@ -67,18 +69,38 @@ export function buildTurns(events) {
       turn.lastAt = turn.lastAt === null ? at : Math.max(turn.lastAt, at);
     }
     if (turn.firstSeq === null) turn.firstSeq = journal.sequence;
+    const seen = finite(journal.seenAt);
+    if (seen !== null) turn.seenAt = Math.max(turn.seenAt ?? seen, seen);
     apply(turn, msg, at, journal);
     if (msg.type === "task_started") current = turn;
     if ((msg.type === "task_complete" || msg.type === "turn_aborted") && current === turn) current = null;
   }
+  markInterrupted(turns);
   return turns;
+}
+
+// A turn that never ended while a later turn started: its runtime moved on without it.
+function markInterrupted(turns) {
+  let later = false;
+  for (let index = turns.length - 1; index >= 0; index -= 1) {
+    const turn = turns[index];
+    if (turn.status === "running" && later) turn.status = "interrupted";
+    if (turn.turnId !== null && turn.startedAt !== null) later = true;
+  }
+}
+
+/** The turn's status now: an unfinished turn without recent activity is "stalled". */
+export function turnStatus(turn, now = Date.now()) {
+  if (turn.status !== "running") return turn.status;
+  const last = Math.max(turn.lastAt ?? -Infinity, turn.seenAt ?? -Infinity);
+  return openTurnState(Number.isFinite(last) ? last : null, now);
 }
 
 function stepFor(turn, msg) {
   const id = str(msg.model_step_id) ?? "step";
   let step = turn.steps.get(id);
   if (!step) {
-    step = { kind: "step", id, index: finite(msg.step_index), startedAt: null, completedAt: null, outcome: null, metrics: [], streamed: "", chunks: 0, firstDeltaAt: null };
+    step = { kind: "step", id, index: finite(msg.step_index), startedAt: null, completedAt: null, lastAt: null, outcome: null, metrics: [], streams: [], shown: 0, chunks: 0, firstDeltaAt: null };
     turn.steps.set(id, step);
     turn.entries.push(step);
   }
@@ -94,6 +116,16 @@ function toolFor(turn, callId) {
     turn.entries.push(tool);
   }
   return tool;
+}
+
+// Streamed text, one part per run of the same phase, so reasoning never runs into the answer.
+function addStreamed(step, phase, text) {
+  if (step.shown >= STREAM_PREVIEW) return;
+  const last = step.streams[step.streams.length - 1];
+  const part = last && last.phase === phase ? last : { phase, text: "" };
+  if (part !== last) step.streams.push(part);
+  part.text += text;
+  step.shown += text.length;
 }
 
 function apply(turn, msg, at, journal) {
@@ -123,14 +155,17 @@ function apply(turn, msg, at, journal) {
     case "model_step_started": {
       const step = stepFor(turn, msg);
       step.startedAt = finite(msg.started_at_ms) ?? at;
+      step.lastAt = step.lastAt ?? step.startedAt;
       break;
     }
     case "agent_message_content_delta":
     case "agent_reasoning_content_delta": {
       const step = stepFor(turn, msg);
       step.chunks += 1;
+      step.lastAt = at ?? step.lastAt;
       if (step.firstDeltaAt === null) step.firstDeltaAt = at;
-      if (step.streamed.length < STREAM_PREVIEW) step.streamed += str(msg.delta) ?? "";
+      const phase = msg.type === "agent_reasoning_content_delta" ? "reasoning" : str(msg.phase) ?? "text";
+      addStreamed(step, phase, str(msg.delta) ?? "");
       break;
     }
     case "model_step_completed": {
@@ -197,14 +232,12 @@ function firstDelta(step) {
   return step.firstDeltaAt;
 }
 
-function turnEnd(turn, now) {
+function turnEnd(turn, status, now) {
   if (turn.endedAt !== null) return turn.endedAt;
-  return turn.status === "running" ? Math.max(now, turn.lastAt ?? now) : turn.lastAt;
+  return status === "running" ? Math.max(now, turn.lastAt ?? now) : turn.lastAt;
 }
 
 // --- rendering -------------------------------------------------------------------------------
-
-const STATUS_LABEL = { running: "running", completed: "completed", aborted: "aborted", partial: "partial", session: "session events" };
 
 /** Renders turns newest first into `container`, rebuilding only the turns that changed. */
 export class TimelineView {
@@ -217,9 +250,10 @@ export class TimelineView {
     const list = h("div", { class: "timeline-list" });
     const fresh = new Map();
     for (const turn of [...turns].reverse()) {
-      const signature = turnSignature(turn);
+      const status = turnStatus(turn, now);
+      const signature = turnSignature(turn, status, now);
       const cached = this.cache.get(turn.key);
-      const el = cached && cached.signature === signature ? cached.el : turnElement(turn, now);
+      const el = cached && cached.signature === signature ? cached.el : turnElement(turn, status, now);
       fresh.set(turn.key, { signature, el });
       list.append(el);
     }
@@ -229,16 +263,23 @@ export class TimelineView {
   }
 }
 
-function turnSignature(turn) {
+function turnSignature(turn, status, now) {
   const steps = [...turn.steps.values()].map((s) => `${s.completedAt}:${s.chunks}`).join(",");
   const tools = [...turn.tools.values()].map((t) => `${t.endAt}:${t.beginAt}`).join(",");
-  const running = turn.status === "running" ? Math.floor(Date.now() / 1000) : 0;
-  return `${turn.status}|${turn.entries.length}|${turn.lastAt}|${steps}|${tools}|${running}`;
+  const running = status === "running" ? Math.floor(now / 1000) : 0;
+  return `${status}|${turn.entries.length}|${turn.lastAt}|${steps}|${tools}|${running}`;
 }
 
-function turnElement(turn, now) {
+function turnNote(turn, status) {
+  if (status === "stalled") return `No activity since ${absoluteTime(turn.lastAt)}: the turn has no completion and the timer stops at its last event.`;
+  if (status === "interrupted") return "Interrupted: a later turn started before this one finished.";
+  return null;
+}
+
+function turnElement(turn, status, now) {
+  const live = status === "running";
   const start = turn.startedAt ?? turn.firstAt;
-  const end = turnEnd(turn, now);
+  const end = turnEnd(turn, status, now);
   const span = start !== null && end !== null ? Math.max(end - start, 1) : null;
   const usage = turnUsage(turn);
   const tools = [...turn.tools.values()];
@@ -253,17 +294,18 @@ function turnElement(turn, now) {
   const header = h(
     "header",
     { class: "turn-head" },
-    h("div", { class: "turn-title" }, h("span", { class: "turn-name", testid: "turn-id" }, title), badge(turn.status)),
+    h("div", { class: "turn-title" }, h("span", { class: "turn-name", testid: "turn-id" }, title), badge(status)),
     h("div", { class: "turn-meta" },
       start !== null ? h("span", { title: absoluteTime(start) }, absoluteTime(start)) : null,
       span !== null && turn.turnId !== null ? h("span", { class: "turn-duration", testid: "turn-duration" }, duration(end - start)) : null,
     ),
     h("div", { class: "chips" }, chips),
+    turnNote(turn, status) ? h("p", { class: "turn-note", testid: "turn-note" }, turnNote(turn, status)) : null,
   );
   const rows = h("ol", { class: "turn-rows" });
-  for (const entry of turn.entries) rows.append(entryElement(entry, start, span, now));
+  for (const entry of turn.entries) rows.append(entryElement(entry, start, span, live ? now : null));
   if (turn.reason) rows.append(h("li", { class: "row row-warning" }, h("span", { class: "row-label" }, "aborted"), h("span", { class: "row-main" }, visibleText(turn.reason))));
-  return h("section", { class: `turn status-${turn.status}`, testid: "timeline-turn", "data-turn-id": turn.turnId ?? "", "data-status": turn.status }, header, rows);
+  return h("section", { class: `turn status-${status}`, testid: "timeline-turn", "data-turn-id": turn.turnId ?? "", "data-status": status }, header, rows);
 }
 
 function chip(text, tone = "") {
@@ -311,9 +353,10 @@ function entryElement(entry, start, span, now) {
   }
 }
 
+// `now` is null when the turn is not live: an unfinished step ends at its last event.
 function stepElement(step, start, span, now) {
   const done = step.completedAt !== null;
-  const end = done ? step.completedAt : now;
+  const end = done ? step.completedAt : now ?? step.lastAt;
   const usage = stepUsage(step);
   const first = firstDelta(step);
   const facts = [];
@@ -323,16 +366,17 @@ function stepElement(step, start, span, now) {
   const gaps = step.metrics.map((metric) => finite(metric.longest_gap_ms)).filter((value) => value !== null);
   if (gaps.length) facts.push(fact("longest gap", duration(Math.max(...gaps))));
   if (usage) facts.push(fact("tokens", `${num(finite(usage.input_tokens))} in · ${num(finite(usage.output_tokens))} out`, "tokens"));
-  const outcome = step.outcome ? step.outcome.type : "streaming";
+  const outcome = step.outcome ? step.outcome.type : now === null ? "unfinished" : "streaming";
   if (step.outcome && step.outcome.type === "completed") facts.push(fact("ends", step.outcome.end_turn ? "turn" : "with tool calls"));
   if (step.outcome && step.outcome.type === "failed" && step.outcome.message) facts.push(fact("error", visibleText(step.outcome.message, 300)));
+  if (outcome === "unfinished") facts.push(fact("ends", "never completed"));
   const main = h("div", {},
     h("div", { class: "facts" }, facts),
     phaseTexts(step),
   );
   const name = `model step ${step.index ?? ""}`.trim();
-  const timing = h("span", { testid: "step-duration" }, step.startedAt !== null ? duration(end - step.startedAt) : "");
-  const tone = outcome === "completed" ? "step" : outcome === "streaming" ? "live" : "bad";
+  const timing = h("span", { testid: "step-duration" }, step.startedAt !== null && end !== null ? duration(end - step.startedAt) : "");
+  const tone = { completed: "step", streaming: "live", unfinished: "unfinished" }[outcome] ?? "bad";
   const el = row("step", name, main, timing, bar(step.startedAt, end, start, span, tone), "timeline-step");
   el.dataset.outcome = outcome;
   return el;
@@ -352,13 +396,18 @@ function phaseTexts(step) {
       ),
     );
   }
-  if (step.streamed) return h("div", { class: "phase phase-streaming" }, h("span", { class: "phase-name" }, "streaming"), h("span", { class: "row-text" }, visibleText(step.streamed, 600)));
-  return null;
+  return step.streams.map((part) =>
+    h("div", { class: `phase phase-${part.phase} streamed`, testid: "streamed-phase", "data-phase": part.phase },
+      h("span", { class: "phase-name" }, visibleText(part.phase, 30)),
+      h("span", { class: "row-text" }, visibleText(part.text, 600)),
+    ),
+  );
 }
 
 function toolElement(tool, start, span, now) {
-  const end = tool.endAt ?? now;
-  const state = tool.endAt === null ? "running" : tool.success ? "ok" : "failed";
+  const end = tool.endAt ?? now ?? tool.beginAt;
+  const unended = now === null ? "unfinished" : "running";
+  const state = tool.endAt === null ? unended : tool.success ? "ok" : "failed";
   const main = h("div", {},
     h("div", { class: "tool-call" }, h("span", { class: "tool-name" }, visibleText(tool.name ?? "tool", 120)), h("span", { class: "tool-args" }, visibleText(tool.args ?? "", 300))),
     tool.output !== null ? h("div", { class: "tool-output" }, h("span", { class: "phase-name" }, state === "failed" ? "failed" : "output"), h("span", { class: "row-text" }, visibleText(tool.output, 600))) : null,
