@@ -30,3 +30,14 @@ def wait_rows(browser: Browser, count: int, timeout: float = 10) -> list[str]:
         f"expected {count} catalog rows",
     )
     return row_ids(browser)
+
+
+def status_cells(browser: Browser) -> dict[str, str]:
+    """Each catalog row's session id and its status cell's status, once all have loaded."""
+    cells = browser.testid("session-status")
+    browser.wait(lambda _: all(c["data"]["status"] != "loading" for c in browser.snapshot(cells)))
+    rows = browser.snapshot(browser.testid("session-row"))
+    return {
+        row["data"]["sessionId"]: cell["data"]["status"]
+        for row, cell in zip(rows, browser.snapshot(cells), strict=True)
+    }

@@ -11,7 +11,7 @@ from turnstore import BlockingStore
 from turnstore.cli.demo import ANSWER_2, CRASH_ID, REASONING_3
 
 from .conftest import Browser
-from .pages import session_url, wait_rows
+from .pages import session_url, status_cells, wait_rows
 from .sessions import new_session, start_turn, whole_turn
 
 # --- a session not saved yet ---------------------------------------------------------------
@@ -64,17 +64,6 @@ def kill_demo_worker(store_url: str) -> None:
         worker.wait()
         if worker.stdout is not None:
             worker.stdout.close()
-
-
-def status_cells(browser: Browser) -> dict[str, str]:
-    """Each catalog row's session id and its status cell's status, once all have loaded."""
-    cells = browser.testid("session-status")
-    browser.wait(lambda _: all(c["data"]["status"] != "loading" for c in browser.snapshot(cells)))
-    rows = browser.snapshot(browser.testid("session-row"))
-    return {
-        row["data"]["sessionId"]: cell["data"]["status"]
-        for row, cell in zip(rows, browser.snapshot(cells), strict=True)
-    }
 
 
 def test_a_killed_turn_is_shown_for_what_it_is(

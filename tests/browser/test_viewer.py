@@ -24,7 +24,7 @@ from turnstore import (
 from turnstore.cli.demo import run_demo
 
 from .conftest import DOCS_IMAGES, UPDATE_SCREENSHOTS, Browser
-from .pages import session_url, wait_rows
+from .pages import session_url, status_cells, wait_rows
 from .sessions import new_session, whole_turn
 
 WRITER = Path(__file__).with_name("_live_writer.py")
@@ -150,6 +150,7 @@ def test_session_shows_summary_transcript_timeline_executions_graph_and_queue(
 
     browser.open(f"{server.base}/")
     wait_rows(browser, 6)
+    assert set(status_cells(browser).values()) == {"completed", "none"}
     if UPDATE_SCREENSHOTS and backend_name == "sqlite":
         DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
         browser.full_screenshot(DOCS_IMAGES / "viewer-catalog.png", height=540)
