@@ -23,7 +23,7 @@ import click
 import msgspec
 
 import turnstore
-from turnstore import BlockingStore, TurnstoreError
+from turnstore import BlockingStore, ConfigError, TurnstoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,15 +110,45 @@ def open_store(
     url: str, *, read_only: bool = False, create_dirs: bool = False
 ) -> Iterator[BlockingStore]:
     """Open the store at `url`, turning any library error into one clean `Error:` line."""
-    try:
+    with reported(url, read_only=read_only):
         store = turnstore.open_blocking(url, read_only=read_only, create_dirs=create_dirs)
-    except TurnstoreError as error:
-        raise click.ClickException(f"{display_url(url)}: {error}") from None
-    try:
         with store:
             yield store
-    except TurnstoreError as error:
-        raise click.ClickException(f"{display_url(url)}: {error}") from None
+
+
+def error_line(url: str, error: TurnstoreError, *, read_only: bool = False) -> click.ClickException:
+    """A library error as the command's `Error:` line, then its notes (PEP 678), one a line."""
+    lines = [f"{display_url(url)}: {_in_cli_words(url, error, read_only)}"]
+    for note in getattr(error, "__notes__", ()):
+        lines += [f"  {escape_text(line)}" for line in str(note).splitlines()]
+    return click.ClickException("\n".join(lines))
+
+
+def _in_cli_words(url: str, error: TurnstoreError, read_only: bool) -> str:
+    """The error's message; a missing SQLite folder's hint names no argument of `open()`."""
+    folder = missing_folder(url)
+    if folder is None or not isinstance(error, ConfigError) or str(folder) not in str(error):
+        return str(error)
+    if read_only:
+        return f"the folder {folder} does not exist; check the path"
+    create = f"mkdir -p {shlex.quote(str(folder))}"
+    return f"the folder {folder} does not exist; create it first ({create}) or check the path"
+
+
+def missing_folder(url: str) -> Path | None:
+    """The folder of a SQLite `url` (a path or `sqlite:///…`) when it does not exist."""
+    scheme, separator, rest = url.partition("://")
+    if separator and (scheme != "sqlite" or not rest.startswith("/")):
+        return None
+    text = os.path.expanduser(rest[1:].partition("?")[0] if separator else url)
+    folder = Path(text).absolute().parent
+    try:
+        os.stat(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return folder
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def display_url(url: str) -> str:
@@ -250,12 +280,12 @@ def again(command: str, url: str, *args: object) -> str:
 
 
 @contextmanager
-def reported(url: str) -> Iterator[None]:
-    """Turn a library error raised outside `open_store` into one clean `Error:` line."""
+def reported(url: str, *, read_only: bool = False) -> Iterator[None]:
+    """Turn a library error raised in the block into one clean `Error:` line (`error_line`)."""
     try:
         yield
     except TurnstoreError as error:
-        raise click.ClickException(f"{display_url(url)}: {error}") from None
+        raise error_line(url, error, read_only=read_only) from None
 
 
 def now_ms() -> int:

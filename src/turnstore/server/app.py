@@ -127,7 +127,8 @@ async def _store_error(request: Request, error: Exception) -> Response:
         status = 404
     elif isinstance(error, StoreClosed | StorageError):
         status = 503
-    return error_response(ApiError(status, type(error).__name__, str(error)))
+    notes = getattr(error, "__notes__", ())
+    return error_response(ApiError(status, type(error).__name__, str(error), notes))
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
