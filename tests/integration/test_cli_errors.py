@@ -144,14 +144,41 @@ def test_a_missing_folder_is_said_in_the_command_lines_words(cli: Cli, tmp_path:
     assert not missing.parent.exists()
 
 
-def test_a_writing_command_on_a_missing_folder_says_to_create_it(tmp_path: Path) -> None:
-    """A command that would create the store names the folder to create, not `create_dirs`."""
+def test_a_command_that_creates_the_store_says_to_create_its_folder(tmp_path: Path) -> None:
+    """import, which creates a missing SQLite file, names the folder to create: no `create_dirs`."""
     missing = tmp_path / "nowhere" / "agents.sqlite3"
-    for args in (("migrate", missing), ("gc", missing, "--yes")):
-        result = run(*args)
-        assert_clean_error(result, str(missing.parent), "mkdir -p")
-        assert "create_dirs" not in result.stderr
+    export = tmp_path / "empty.jsonl"
+    export.write_bytes(b"")
+    result = run("import", missing, export)
+    assert_clean_error(result, str(missing.parent), "mkdir -p")
+    assert "create_dirs" not in result.stderr
+    migrated = run("migrate", missing)
+    assert_clean_error(migrated, str(missing.parent), "check the path")
+    assert "mkdir" not in migrated.stderr
     assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("sessions", "delete", "{url}", "s-1", "--yes"),
+        ("prune", "{url}", "--older-than", "1d", "--yes"),
+        ("gc", "{url}", "--yes"),
+        ("vacuum", "{url}", "--yes"),
+        ("sweep", "{url}", "--attachments", "{folder}", "--older-than", "1d", "--yes"),
+    ],
+    ids=lambda command: " ".join(command[:2]).replace(" {url}", ""),
+)
+def test_a_maintenance_command_on_a_missing_file_creates_no_store(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    """A command that changes an existing store refuses a mistyped path and creates nothing."""
+    missing = tmp_path / "agnets.sqlite3"
+    args = [part.format(url=missing, folder=tmp_path) for part in command]
+    assert_clean_error(run(*args), str(missing), "check the path")
+    assert not missing.exists()
+    assert_clean_error(run(*[a.replace(str(missing), f"sqlite:///{missing}") for a in args]))
+    assert not missing.exists()
 
 
 def test_a_url_error_other_than_the_folder_keeps_its_words(cli: Cli) -> None:
