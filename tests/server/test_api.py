@@ -372,3 +372,20 @@ async def test_an_errors_notes_are_in_its_answer(store_url: str, writer: Blockin
         "notes": ["session 's', stored sequence 3, given 3", "hint: checkpoint.sequence += 1"],
     }
     assert plain.json() == {"error": "checkpoint sequence did not advance", "type": "InvalidInput"}
+
+
+async def test_the_app_closes_a_store_handed_over_and_only_that(store_url: str, writer) -> None:
+    """`close_store=True` closes the given store at shutdown; by default it stays open."""
+    import turnstore
+    from turnstore.errors import StoreClosed
+    from turnstore.server import create_app
+
+    kept = turnstore.open(store_url, read_only=True)
+    handed = turnstore.open(store_url, read_only=True)
+    for app in (create_app(kept), create_app(handed, close_store=True)):
+        async with app.router.lifespan_context(app):
+            pass
+    assert await kept.load("s") is None
+    await kept.close()
+    with pytest.raises(StoreClosed):
+        await handed.load("s")

@@ -67,12 +67,16 @@ def serve(
     store = _open_checked(url)
     try:
         listener = _listen(host, port)
-        app = create_app(store, ServeSettings(token=token, owner_id=owner))
+        # The app closes the store as it shuts down: uvicorn ends a SIGTERM-ed process
+        # by raising the signal again once it has stopped, so code after it never runs.
+        settings = ServeSettings(token=token, owner_id=owner)
+        app = create_app(store, settings, close_store=True)
         shown = f"[{host}]" if ":" in host else host
         bound = listener.getsockname()[1]
         click.echo(f"Serving {display_url(url)} on http://{shown}:{bound}/ (read-only)", err=True)
         _run(uvicorn, app, listener, log_level)
     finally:
+        # Closing twice is nothing; this close is for a server that never started.
         asyncio.run(store.close())
 
 
