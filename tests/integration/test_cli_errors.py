@@ -1,12 +1,14 @@
 """What the command line says when a store cannot be used: one `Error:` line and its hints.
 
-`serve` checks its store before it announces anything; a store at schema version 0 names
-`turnstore migrate`; a missing folder is put in a command-line user's words; an error's
-notes (PEP 678) follow its line.
+`serve` checks its store and its port before it announces anything; a store at schema
+version 0 names `turnstore migrate`; a missing file or folder is put in a command-line
+user's words, and a command that changes a store creates none at a mistyped path; an
+error's notes (PEP 678) follow its line.
 """
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -89,8 +91,6 @@ def test_serve_announces_the_port_it_listens_on(tmp_path: Path) -> None:
 
 def test_serve_on_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
     """serve on a port another socket holds exits 1 with one line naming the address."""
-    import socket
-
     url = str(tmp_path / "agents.sqlite3")
     turnstore.open_blocking(url).close()
     with socket.socket() as holder:
