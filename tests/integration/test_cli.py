@@ -10,15 +10,18 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -270,12 +273,56 @@ def test_demo_next_steps_work_exactly_as_printed(tmp_path: Path) -> None:
         check=True,
         env={k: v for k, v in os.environ.items() if k != "TURNSTORE_URL"},
     )
-    printed = done.stdout.split("Inspect it with:\n", 1)[1].splitlines()
-    assert len(printed) == 3
-    for line in printed:
+    printed = done.stdout.split("Inspect it with:\n", 1)[1].split("\nOr browse", 1)[0]
+    assert len(printed.splitlines()) == 3
+    for line in printed.splitlines():
         shown = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=120)
         assert shown.returncode == 0, (line, shown.stderr)
         assert "demo-" in shown.stdout
+
+
+def test_demo_ends_with_the_serve_command_that_shows_it(tmp_path: Path) -> None:
+    """The demo's last lines name the viewer's address and a `serve` command that serves it."""
+    path = tmp_path / "demo folder" / "demo.sqlite3"
+    done = subprocess.run(
+        [str(ENTRY_POINT), "demo", "--path", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "TURNSTORE_URL"},
+    )
+    *_, browse, line = done.stdout.strip().splitlines()
+    assert browse == "Or browse it in the web viewer at http://127.0.0.1:8765/ with:"
+    assert " serve " in line
+    # As printed, but on a free port: the default one may be taken on a test machine.
+    port = free_port()
+    with subprocess.Popen(f"exec {line} --port {port}", shell=True) as server:
+        try:
+            catalog = wait_for(f"http://127.0.0.1:{port}/api/sessions")
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    assert {s["session_id"] for s in catalog["sessions"]} == DEMO_SESSIONS
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for(url: str) -> Any:
+    """The JSON at `url`, once a server starting up answers it."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return httpx.get(url, timeout=2).json()
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def test_demo_file_holds_two_finished_turns_and_stream_metrics(demo_file: Path) -> None:

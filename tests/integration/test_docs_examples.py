@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 import pytest
 from programs import run_program
 
+import turnstore
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
+from turnstore import EventPageRequest, ExecutionPageRequest, SessionPageRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -72,4 +75,30 @@ def test_a_code_block_runs_as_written(name: str, block: str, tmp_path: Path, req
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     if "DATABASE_URL" in block:
         env["DATABASE_URL"] = request.getfixturevalue("database_url")
+    started_ms = time.time_ns() // 1_000_000
     run_program(program, env=env)
+    stores = [str(path) for path in sorted(tmp_path.glob("*.sqlite3"))]
+    stores += [env["DATABASE_URL"]] if "DATABASE_URL" in env else []
+    for url in stores:
+        assert_realistic(url, started_ms)
+
+
+def assert_realistic(url: str, started_ms: int) -> None:
+    """What an example stored looks real: events and turns timed now, and no turn left running.
+
+    A reader sees it in the viewer and in `sessions show`: an event at `recorded_at_ms=1` is
+    from 1970, and a turn started and never finished is shown running.
+    """
+    now_ms = time.time_ns() // 1_000_000
+    with turnstore.open_blocking(url, read_only=True) as store:
+        page = store.list_sessions_page(SessionPageRequest(limit=100))
+        for summary in page.sessions:
+            session_id = summary.session_id
+            checkpoint = store.load(session_id)
+            assert checkpoint is None or checkpoint.active_execution is None, session_id
+            events = store.event_page(session_id, EventPageRequest(limit=500)).events
+            for event in events:
+                assert started_ms <= event.recorded_at_ms <= now_ms, (session_id, event)
+            turns = store.execution_page(session_id, ExecutionPageRequest(limit=100)).executions
+            for record in turns:
+                assert started_ms <= record.started_at_ms <= record.finished_at_ms <= now_ms

@@ -336,3 +336,56 @@ def test_hostile_content_is_served_as_json_with_safe_headers(serve, writer) -> N
     assert "frame-ancestors 'none'" in index.headers["content-security-policy"]
     missing = server.get("/api/nowhere")
     assert (missing.status_code, missing.json()["type"]) == (404, "NotFound")
+
+
+async def test_an_errors_notes_are_in_its_answer(store_url: str, writer: BlockingStore) -> None:
+    """A store error carrying notes (PEP 678) answers them in `notes`; one without, none."""
+    from starlette.requests import Request
+
+    import turnstore
+    from turnstore.errors import InvalidInput
+    from turnstore.server import create_app
+
+    async def refuse(request: Request) -> None:
+        error = InvalidInput("checkpoint sequence did not advance")
+        if request.query_params.get("noted"):
+            error.add_note("session 's', stored sequence 3, given 3")
+            error.add_note("hint: checkpoint.sequence += 1")
+        raise error
+
+    async with turnstore.open(store_url, read_only=True) as store:
+        app = create_app(store)
+        # A route of the test's own, on the real app: no endpoint of the read-only API
+        # raises an error with notes today, and the handler must pass on any error's.
+        app.add_route("/api/refuse", refuse)
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client,
+        ):
+            noted = await client.get("/api/refuse", params={"noted": "1"})
+            plain = await client.get("/api/refuse")
+    assert noted.status_code == 400
+    assert noted.json() == {
+        "error": "checkpoint sequence did not advance",
+        "type": "InvalidInput",
+        "notes": ["session 's', stored sequence 3, given 3", "hint: checkpoint.sequence += 1"],
+    }
+    assert plain.json() == {"error": "checkpoint sequence did not advance", "type": "InvalidInput"}
+
+
+async def test_the_app_closes_a_store_handed_over_and_only_that(store_url: str, writer) -> None:
+    """`close_store=True` closes the given store at shutdown; by default it stays open."""
+    import turnstore
+    from turnstore.errors import StoreClosed
+    from turnstore.server import create_app
+
+    kept = turnstore.open(store_url, read_only=True)
+    handed = turnstore.open(store_url, read_only=True)
+    for app in (create_app(kept), create_app(handed, close_store=True)):
+        async with app.router.lifespan_context(app):
+            pass
+    assert await kept.load("s") is None
+    await kept.close()
+    with pytest.raises(StoreClosed):
+        await handed.load("s")

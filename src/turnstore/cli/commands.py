@@ -233,7 +233,7 @@ def delete_sessions(
     on a terminal (--yes off one) and reports them all. All or nothing: if any SESSION_ID
     is absent, nothing is deleted and the command fails.
     """
-    with open_store(url, read_only=dry_run) as store:
+    with open_store(url, read_only=dry_run, existing=True) as store:
         doomed = paging.summaries(store, doomed_sessions(store, url, session_ids))
         if not dry_run and not yes:
             output.render_removed(output.make_console(stderr=True), "Will delete", doomed)

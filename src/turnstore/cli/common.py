@@ -23,7 +23,7 @@ import click
 import msgspec
 
 import turnstore
-from turnstore import BlockingStore, TurnstoreError
+from turnstore import BlockingStore, ConfigError, StorageError, TurnstoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,18 +107,71 @@ URL_ARGUMENT = click.argument("url", metavar="URL")
 
 @contextmanager
 def open_store(
-    url: str, *, read_only: bool = False, create_dirs: bool = False
+    url: str, *, read_only: bool = False, create_dirs: bool = False, existing: bool = False
 ) -> Iterator[BlockingStore]:
-    """Open the store at `url`, turning any library error into one clean `Error:` line."""
-    try:
+    """Open the store at `url`, turning any library error into one clean `Error:` line.
+
+    `existing` refuses a SQLite file that is not there, as a read-only open does: a command
+    that changes a store must not create an empty one at a mistyped path.
+    """
+    with reported(url, read_only=read_only):
+        if existing:
+            _refuse_absent(url)
         store = turnstore.open_blocking(url, read_only=read_only, create_dirs=create_dirs)
-    except TurnstoreError as error:
-        raise click.ClickException(f"{display_url(url)}: {error}") from None
-    try:
         with store:
             yield store
-    except TurnstoreError as error:
-        raise click.ClickException(f"{display_url(url)}: {error}") from None
+
+
+def _refuse_absent(url: str) -> None:
+    """Raise what a read-only open says of a SQLite file that is not there (it creates none)."""
+    path = sqlite_path(url)
+    if path is not None and _absent(path):
+        # The library names the mistake: a mistyped URL, a missing folder or file.
+        turnstore.open_blocking(url, read_only=True).close()
+
+
+def error_line(url: str, error: TurnstoreError, *, read_only: bool = False) -> click.ClickException:
+    """A library error as the command's `Error:` line, then its notes (PEP 678), one a line."""
+    lines = [f"{display_url(url)}: {_in_cli_words(url, error, read_only)}"]
+    for note in getattr(error, "__notes__", ()):
+        lines += [f"  {escape_text(line)}" for line in str(note).splitlines()]
+    return click.ClickException("\n".join(lines))
+
+
+def _in_cli_words(url: str, error: TurnstoreError, read_only: bool) -> str:
+    """The error's message; a missing SQLite file or folder is said without `open()`'s words."""
+    path = sqlite_path(url)
+    message = str(error)
+    if path is None or not _absent(path):
+        return message
+    folder = path.parent
+    if isinstance(error, ConfigError) and _absent(folder) and str(folder) in message:
+        if read_only:
+            return f"the folder {folder} does not exist; check the path"
+        create = f"mkdir -p {shlex.quote(str(folder))}"
+        return f"the folder {folder} does not exist; create it first ({create}) or check the path"
+    if isinstance(error, StorageError) and f"no database file at {path}" in message:
+        return f"no database file at {path}; check the path"
+    return message
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The absolute path a SQLite `url` (a path or `sqlite:///…`) names; None for others."""
+    scheme, separator, rest = url.partition("://")
+    if separator and (scheme != "sqlite" or not rest.startswith("/")):
+        return None
+    return Path(os.path.expanduser(rest[1:].partition("?")[0] if separator else url)).absolute()
+
+
+def _absent(path: Path) -> bool:
+    """Whether nothing is at `path` (an unreadable or unnameable path is not absent)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def display_url(url: str) -> str:
@@ -250,12 +303,12 @@ def again(command: str, url: str, *args: object) -> str:
 
 
 @contextmanager
-def reported(url: str) -> Iterator[None]:
-    """Turn a library error raised outside `open_store` into one clean `Error:` line."""
+def reported(url: str, *, read_only: bool = False) -> Iterator[None]:
+    """Turn a library error raised in the block into one clean `Error:` line (`error_line`)."""
     try:
         yield
     except TurnstoreError as error:
-        raise click.ClickException(f"{display_url(url)}: {error}") from None
+        raise error_line(url, error, read_only=read_only) from None
 
 
 def now_ms() -> int:

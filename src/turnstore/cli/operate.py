@@ -79,7 +79,7 @@ def prune(
     what would go and asks on a terminal; it reports every session removed.
     """
     before = seconds_ago(older_than)
-    with open_store(url, read_only=dry_run) as store:
+    with open_store(url, read_only=dry_run, existing=True) as store:
         if not dry_run and not yes:
             preview = store.upkeep.prune(
                 before, owner_id=owner, dry_run=True, batch_size=batch_size
@@ -117,7 +117,7 @@ def gc(url: str, yes: bool, as_json: bool) -> None:
     URL is the store. Asks on a terminal (--yes off one) and reports how many blobs it
     deleted and how many it kept.
     """
-    with open_store(url) as store:
+    with open_store(url, existing=True) as store:
         confirm("Delete every blob no session reaches", yes=yes)
         report = store.upkeep.gc_unreachable()
     rows = [
@@ -138,7 +138,7 @@ def vacuum(url: str, yes: bool, as_json: bool) -> None:
     URL is the store. Removes every session's tombstoned runtime-graph nodes, then runs
     VACUUM (PostgreSQL: VACUUM ANALYZE). Asks on a terminal (--yes off one).
     """
-    with open_store(url) as store:
+    with open_store(url, existing=True) as store:
         confirm("Remove tombstoned graph nodes and VACUUM the database", yes=yes)
         report = store.upkeep.vacuum()
     rows = [
@@ -176,7 +176,7 @@ def sweep(url: str, root: Path, older_than: int, yes: bool, as_json: bool) -> No
     than --older-than. Asks on a terminal (--yes off one); reports every id reclaimed.
     """
     threshold = now_ms() - older_than * 1000
-    with open_store(url) as store:
+    with open_store(url, existing=True) as store:
         confirm(f"Delete unreferenced attachments in {root}", yes=yes)
         reclaimed = FileAttachmentStore(root).sweep_all(store, threshold)
     if as_json:
@@ -195,7 +195,8 @@ def migrate(url: str, dry_run: bool, as_json: bool) -> None:
 
     URL is the store. --dry-run lists the steps and changes nothing.
     """
-    with reported(url):
+    # Migrating creates no file, so a missing one's hint is to check the path.
+    with reported(url, read_only=True):
         report = turnstore.migrate(url, dry_run=dry_run)
     if as_json:
         echo_json(report.to_builtins())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,9 @@ from turnstore.records import (
     SessionSummary,
     StreamMetrics,
 )
+
+VIEWER_URL = "http://127.0.0.1:8765/"
+"""Where `turnstore serve` answers by default."""
 
 
 def make_console(*, stderr: bool = False) -> Console:
@@ -315,6 +319,15 @@ def render_demo(
     for command, *args in shown:
         line = common.again(command, str(path), *args)
         console.print(Text(f"  {escape_text(line)}"), soft_wrap=True)
+    console.print(f"Or browse it in the web viewer{_serve_extra()} at {VIEWER_URL} with:")
+    console.print(Text(f"  {escape_text(common.again('serve', str(path)))}"), soft_wrap=True)
+
+
+def _serve_extra() -> str:
+    """What to install before `turnstore serve` runs, if anything."""
+    if all(importlib.util.find_spec(name) for name in ("uvicorn", "starlette")):
+        return ""
+    return " (pip install 'turnstore[serve]' first)"
 
 
 def render_crash(console: Console, crash: CrashResult) -> None:

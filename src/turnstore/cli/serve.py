@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
+from typing import Any
+
 import click
 
-from turnstore.cli.common import URL_ARGUMENT, StoreCommand, display_url
+import turnstore
+from turnstore import Store
+from turnstore.cli.common import URL_ARGUMENT, StoreCommand, display_url, reported
 
 TOKEN_ENV = "TURNSTORE_TOKEN"
 """The environment variable that may carry `--token`, so it stays out of `ps`."""
@@ -56,16 +62,58 @@ def serve(
             f"refusing to bind {host}, which is not a loopback address, without --token "
             f"(or {TOKEN_ENV}): anyone who can reach it could read every session"
         )
-    app = create_app(url, ServeSettings(token=token, owner_id=owner))
-    shown = f"[{host}]" if ":" in host else host
-    click.echo(f"Serving {display_url(url)} on http://{shown}:{port}/ (read-only)", err=True)
-    # A tail stays open until its client leaves: give open streams a second, then close them.
-    uvicorn.run(
+    # Open (and check) the store and take the port before saying anything is served, so a
+    # wrong path, an unmigrated schema or a port in use is one `Error:` line.
+    store = _open_checked(url)
+    try:
+        listener = _listen(host, port)
+        # The app closes the store as it shuts down: uvicorn ends a SIGTERM-ed process
+        # by raising the signal again once it has stopped, so code after it never runs.
+        settings = ServeSettings(token=token, owner_id=owner)
+        app = create_app(store, settings, close_store=True)
+        shown = f"[{host}]" if ":" in host else host
+        bound = listener.getsockname()[1]
+        click.echo(f"Serving {display_url(url)} on http://{shown}:{bound}/ (read-only)", err=True)
+        _run(uvicorn, app, listener, log_level)
+    finally:
+        # Closing twice is nothing; this close is for a server that never started.
+        asyncio.run(store.close())
+
+
+def _open_checked(url: str) -> Store:
+    """The store at `url`, opened read-only; a library error is one `Error:` line."""
+    with reported(url, read_only=True):
+        return turnstore.open(url, read_only=True)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port` (as uvicorn binds one); a refusal is one `Error:` line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as error:
+        listener.close()
+        shown = f"[{host}]" if ":" in host else host
+        raise click.ClickException(
+            f"cannot listen on {shown}:{port}: {error.strerror or error}"
+        ) from None
+    return listener
+
+
+def _run(uvicorn: Any, app: Any, listener: socket.socket, log_level: str) -> None:
+    """Serve `app` on `listener` until interrupted."""
+    config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         log_level=log_level,
+        # A tail stays open until its client leaves: give open streams a second, then close.
         timeout_graceful_shutdown=1,
         proxy_headers=False,
         server_header=False,
     )
+    server = uvicorn.Server(config)
+    with listener:
+        server.run(sockets=[listener])
+    if not server.started:
+        raise click.ClickException("the server did not start; its log above says why")

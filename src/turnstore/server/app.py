@@ -47,12 +47,15 @@ STREAM = Endpoint(
 
 
 def create_app(
-    store: Store | str | os.PathLike[str], settings: ServeSettings | None = None
+    store: Store | str | os.PathLike[str],
+    settings: ServeSettings | None = None,
+    *,
+    close_store: bool | None = None,
 ) -> Starlette:
     """The read-only ASGI app over `store` (an open async store, or a URL it opens read-only).
 
-    A store given open stays the caller's to close; one opened from a URL is closed when the
-    application shuts down.
+    A store given open stays the caller's to close, unless `close_store` hands it over; one
+    opened from a URL is closed when the application shuts down.
     """
     settings = settings or ServeSettings()
     endpoints = (*ENDPOINTS, STREAM)
@@ -75,7 +78,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        owned = not isinstance(store, Store)
+        owned = not isinstance(store, Store) if close_store is None else close_store
         opened = turnstore.open(store, read_only=True) if not isinstance(store, Store) else store
         app.state.store = opened
         app.state.settings = settings
@@ -127,7 +130,8 @@ async def _store_error(request: Request, error: Exception) -> Response:
         status = 404
     elif isinstance(error, StoreClosed | StorageError):
         status = 503
-    return error_response(ApiError(status, type(error).__name__, str(error)))
+    notes = getattr(error, "__notes__", ())
+    return error_response(ApiError(status, type(error).__name__, str(error), notes))
 
 
 async def _http_error(request: Request, error: Exception) -> Response:

@@ -49,8 +49,9 @@ class HealthBody(msgspec.Struct, kw_only=True):
     read_only: bool = True
 
 
-class ErrorBody(msgspec.Struct, kw_only=True):
-    """Every error: a message and the error's type name."""
+class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Every error: a message, the error's type name and its notes (PEP 678), if any."""
 
     error: str
     type: str
+    notes: list[str] = msgspec.field(default_factory=list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -16,12 +17,13 @@ _ENCODER = msgspec.json.Encoder()
 
 
 class ApiError(Exception):
-    """An error answered as `{"error", "type"}` with an HTTP status."""
+    """An error answered as `{"error", "type"}` (and `notes`, if any) with an HTTP status."""
 
-    def __init__(self, status: int, kind: str, message: str) -> None:
+    def __init__(self, status: int, kind: str, message: str, notes: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
+        self.notes = [str(note) for note in notes]
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -36,7 +38,8 @@ def json_response(body: Any, status: int = 200) -> Response:
 
 def error_response(error: ApiError) -> Response:
     """An `ApiError` as its JSON body and status."""
-    return json_response(ErrorBody(error=str(error), type=error.kind), error.status)
+    body = ErrorBody(error=str(error), type=error.kind, notes=error.notes)
+    return json_response(body, error.status)
 
 
 def session_id(request: Request) -> str:

@@ -30,7 +30,8 @@ def migrate(
             if version != SCHEMA_VERSION and not any_version:
                 raise SchemaError(
                     f'PostgreSQL schema "{schema}" is at version {version}, not '
-                    f"{SCHEMA_VERSION}; open it once for writing to migrate it"
+                    f"{SCHEMA_VERSION}; migrate it: run `turnstore migrate URL` (or call "
+                    "turnstore.migrate(url)), or open it once for writing"
                 )
             return
         _run_steps(connection, schema, version)

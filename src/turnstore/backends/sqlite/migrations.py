@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -32,8 +33,9 @@ def check_database(path: Path, readers: ReaderPool, *, any_version: bool = False
     version = readers.read(_checked_version)
     if version != SCHEMA_VERSION and not any_version:
         raise SchemaError(
-            f"SQLite schema version {version} needs migrating to {SCHEMA_VERSION}; "
-            "open the store once for writing to migrate it"
+            f"SQLite schema version {version} needs migrating to {SCHEMA_VERSION}: run "
+            f"`turnstore migrate {shlex.quote(str(path))}` (or call turnstore.migrate(path)), "
+            "or open it once for writing"
         )
 
 
