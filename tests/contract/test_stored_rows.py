@@ -96,6 +96,7 @@ FORGERIES = [
     # (session exported, row kind, change, what the error names)
     (PLAIN, "event_journal", _set("event_json", {"msg": {"type": "no_such_event"}}), "event"),
     (PLAIN, "event_journal", _set("event_json", "not an event"), "event"),
+    (PLAIN, "event_journal", _set("event_json", None), "event"),
     (PLAIN, "event_journal", _set("stream_metrics_json", {}), "stream metrics"),
     (PLAIN, "sessions", _set("session_context_json", [1]), "session context"),
     (PLAIN, "sessions", _set("execution_stats_json", {"run_count": -1}), "execution stats"),

@@ -107,6 +107,7 @@ class RowCheck:
             column.name: _decode(table.name, column.name, getattr(record, column.name), session_id)
             for column in table.columns
             if (table.name, column.name) in _COLUMNS
+            and not (column.nullable and _is_null(getattr(record, column.name)))
         }
         special = _SPECIAL.get(table.name)
         if special is not None:
@@ -148,9 +149,12 @@ _SPECIAL: dict[str, Callable[[RowCheck, Any, dict[str, Any]], None]] = {
 """What a read checks of a row beyond decoding its JSON columns."""
 
 
+def _is_null(raw: msgspec.Raw) -> bool:
+    """Whether a JSON column's value is SQL NULL (written `null`, for a nullable column)."""
+    return len(raw) == len(_NULL) and bytes(memoryview(raw)) == _NULL
+
+
 def _decode(table: str, column: str, raw: msgspec.Raw, session_id: str | None) -> Any:
-    if bytes(memoryview(raw)[:4]) == _NULL and len(raw) == len(_NULL):
-        return None  # NULL (the columns that are not nullable refuse it on insert)
     try:
         return _DECODERS[(table, column)].decode(raw)
     except msgspec.DecodeError as error:
