@@ -16,7 +16,6 @@ drops the journal; a sweep cut short by a crash or power cut is finished by the 
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import os
 import secrets
@@ -27,6 +26,11 @@ from contextlib import suppress
 from pathlib import Path
 
 import msgspec
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: importing turnstore must still work
+    fcntl = None  # type: ignore[assignment]
 
 from turnstore.errors import InvalidInput, StorageError, TurnstoreError
 from turnstore.faces.blocking_runtime import BlockingRuntimeStore
@@ -382,7 +386,7 @@ class FileAttachmentStore:
         except OSError as error:
             raise StorageError(f"could not write a sweep journal: {error}") from error
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            _lock(descriptor, wait=True)
             remaining = memoryview(_JOURNAL.encode(placed))
             while remaining:
                 remaining = remaining[os.write(descriptor, remaining) :]
@@ -420,9 +424,7 @@ class FileAttachmentStore:
                 os.close(descriptor)
 
     def _replay(self, descriptor: int, journal: Path, named: Callable[[str, str], bool]) -> None:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _lock(descriptor, wait=False):
             return  # a sweep still running holds it
         data = bytearray()
         while chunk := os.read(descriptor, 1 << 16):
@@ -470,6 +472,18 @@ def _unlink_file(path: Path, touched: set[Path] | None) -> None:
                 touched.add(path.parent)
     except FileNotFoundError:
         pass
+
+
+def _lock(descriptor: int, *, wait: bool) -> bool:
+    """Lock a journal for this sweep (flock: released when its process dies); False when
+    another holds it and `wait` is False."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return True
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _drop_journal(descriptor: int, journal: Path) -> None:
