@@ -1,7 +1,8 @@
 """Export and import in constant memory: peak RSS of a tiny, a 100 MB and a 1 GB export.
 
 python -m bench.import_memory [--sizes 100,1000] [--big-share 0.15] [--item-kb 64]
-    [--into sqlite,postgres] [--postgres-url URL] [--json PATH] [--dir DIR] [--smoke]
+    [--long-line-mb 200] [--into sqlite,postgres] [--postgres-url URL] [--json PATH]
+    [--dir DIR] [--smoke]
 
 The target (issue 13): importing a 1 GB export runs in constant memory. Constant means the
 peak does not grow with the file, nor with its largest tree, so the same measurement is
@@ -27,6 +28,12 @@ How each number is obtained:
   100 MB row's (default 64 MB) while the file is 10x larger.
 * files and stores are removed as soon as a step is measured; at most the source store,
   one export file and one imported store exist at a time.
+* the long line (issue 30): memory cannot be constant in the length of one line, since a
+  line is decoded, and a row handed to the database, whole. A store of one session whose one
+  save appended a --long-line-mb item is exported (one line of that size), then imported
+  with no limit (`max_line_bytes=None`: the peak against the line's size is the multiple
+  the docs state) and with the default limit (64 MiB: a longer line is refused, and the
+  peak shows that the refusal did not read it whole).
 """
 
 from __future__ import annotations
@@ -142,6 +149,22 @@ def tiny_source(path: Path) -> str:
     return url
 
 
+def long_line_source(path: Path, line_mb: int) -> str:
+    """A store of one session whose one save appended one item of about `line_mb` MB: its
+    export holds a line of that size (the context chunk). Its URL."""
+    import turnstore
+    from turnstore import Checkpoint
+
+    url = f"sqlite:///{path}"
+    text = base64.b64encode(random.Random(SEED).randbytes(line_mb * MB * 3 // 4)).decode()
+    with turnstore.open_blocking(url) as store:
+        checkpoint = Checkpoint.empty("long-line-0")
+        checkpoint.context.append({"role": "user", "content": text})
+        checkpoint.sequence += 1
+        store.save(checkpoint, list(checkpoint.context))
+    return url
+
+
 def remove_sqlite(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -151,11 +174,19 @@ def remove_sqlite(path: Path) -> None:
 
 
 def child_main(argv: Sequence[str]) -> int:
-    """`--child export URL FILE` or `--child import FILE URL`: one JSON line of figures."""
-    action, first, second = argv
-    import turnstore
+    """`--child export URL FILE` or `--child import FILE URL [MAX_LINE]`: one JSON line.
 
+    MAX_LINE is the import's `max_line_bytes` (`none`: no limit; absent: the default). An
+    import refused with `InvalidInput` reports the refusal and its peak, not a failure.
+    """
+    action, first, second, *limit = argv
+    import turnstore
+    from turnstore.records import TransferReport
+    from turnstore.transfer import MAX_LINE_BYTES
+
+    max_line = MAX_LINE_BYTES if not limit else None if limit[0] == "none" else int(limit[0])
     url = first if action == "export" else second
+    refused = None
     with turnstore.open_blocking(url) as store:
         start = current_rss_bytes()
         started = time.perf_counter()
@@ -165,7 +196,12 @@ def child_main(argv: Sequence[str]) -> int:
             size = os.path.getsize(second)
         else:
             with open(first, "rb") as source:
-                report = store.upkeep.import_trees(source, on_conflict="fail")
+                try:
+                    report = store.upkeep.import_trees(
+                        source, on_conflict="fail", max_line_bytes=max_line
+                    )
+                except turnstore.InvalidInput as error:
+                    report, refused = TransferReport(), str(error)
             size = os.path.getsize(first)
         seconds = time.perf_counter() - started
         peak = max_rss_bytes()
@@ -178,13 +214,15 @@ def child_main(argv: Sequence[str]) -> int:
         "start_rss": start,
         "peak_rss": peak,
         "growth": peak - start,
+        "refused": refused,
     }
     print(json.dumps(figures))
     return 0
 
 
-def measure(action: str, first: str, second: str) -> dict[str, Any]:
+def measure(action: str, first: str, second: str, *extra: str) -> dict[str, Any]:
     command = [sys.executable, "-m", "bench.import_memory", "--child", action, first, second]
+    command += extra
     done = subprocess.run(
         command, cwd=Path(__file__).parent.parent, capture_output=True, text=True, check=False
     )
@@ -265,6 +303,39 @@ def one_step(
     return row
 
 
+def long_line_step(
+    line_mb: int,
+    scratch: Path,
+    targets: Targets,
+    into: Sequence[str],
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """Export a file with one `line_mb` MB line; import it without a limit, then with the
+    default limit (refused when the line is longer), into each target."""
+    path = scratch / "long.sqlite3"
+    export_file = scratch / "long.jsonl"
+    progress(f"long line of {line_mb} MB: building and exporting")
+    url = long_line_source(path, line_mb)
+    row: dict[str, Any] = {
+        "label": f"{line_mb} MB line",
+        "export": measure("export", url, str(export_file)),
+    }
+    remove_sqlite(path)
+    with open(export_file, "rb") as lines:
+        row["line_bytes"] = max(len(line) for line in lines)
+    row["imports"], row["limited"] = {}, {}
+    for backend in into:
+        for key, extra in (("imports", ("none",)), ("limited", ())):
+            progress(f"long line: import into {backend} ({key})")
+            target = targets.fresh(backend)
+            try:
+                row[key][backend] = measure("import", str(export_file), target, *extra)
+            finally:
+                targets.clean(backend)
+    export_file.unlink(missing_ok=True)
+    return row
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     progress = args.progress
@@ -283,6 +354,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="turnstore-bench-import-", dir=args.dir))
     targets = Targets(scratch, pg_url)
     rows: list[dict[str, Any]] = []
+    long_lines: list[dict[str, Any]] = []
     per_item = EXPORT_PER_ITEM_BYTE
     try:
         tiny = scratch / "tiny.sqlite3"
@@ -313,6 +385,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 source.store = turnstore.open_blocking(source.url)
         finally:
             source.close()
+        if args.long_line_mb:
+            long_lines.append(long_line_step(args.long_line_mb, scratch, targets, into, progress))
     finally:
         targets.close()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -324,6 +398,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "into": into,
             "budget_mb": args.budget_mb,
             "smoke": args.smoke,
+            "long_line_mb": args.long_line_mb,
         },
         "environment": {
             "python": platform.python_version(),
@@ -331,6 +406,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpus": os.cpu_count(),
         },
         "rows": rows,
+        "long_lines": long_lines,
         "skipped": skipped,
         "verdicts": verdicts(rows, into, args.budget_mb),
         "elapsed_s": time.perf_counter() - started,
@@ -422,9 +498,28 @@ def render(doc: dict[str, Any]) -> str:
     )
     lines.append("")
     lines.extend(verdict_line(verdict) for verdict in doc["verdicts"])
+    lines.extend(long_line_lines(doc["long_lines"]))
     for name, reason in doc["skipped"].items():
         lines.append(f"- import into {name}: skipped, {reason}")
     return "\n".join(lines)
+
+
+def long_line_lines(long_lines: list[dict[str, Any]]) -> list[str]:
+    """One line per step of the long-line file: its peak against the line's size."""
+    out = []
+    for row in long_lines:
+        line_mb = row["line_bytes"] / MB
+        steps = [("export", row["export"])]
+        steps += [(f"import into {b} (no limit)", f) for b, f in row["imports"].items()]
+        steps += [(f"import into {b} (default limit)", f) for b, f in row["limited"].items()]
+        for name, figures in steps:
+            growth = figures["growth"] / MB
+            outcome = "refused" if figures.get("refused") else f"{figures['rows']} rows"
+            out.append(
+                f"long line {line_mb:.1f} MB, {name}: peak RSS {figures['peak_rss'] / MB:.1f} MB,"
+                f" growth {growth:+.1f} MB = {growth / line_mb:.2f}x the line ({outcome})"
+            )
+    return out
 
 
 def _largest(row: dict[str, Any]) -> str:
@@ -492,6 +587,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=64.0,
         help="most the largest file's peak may exceed the smallest's (default 64)",
     )
+    parser.add_argument(
+        "--long-line-mb",
+        type=int,
+        default=200,
+        help="also export and import a file with one line this long, MB (0: skip; default 200)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here as JSON")
     parser.add_argument("--dir", help="where the stores and files go (default: the temp dir)")
     parser.add_argument(
@@ -501,6 +602,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.smoke:
         args.sizes, args.item_kb = [2, 6], 16
+        args.long_line_mb = min(args.long_line_mb, 2)
     args.progress = (lambda _: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
     return args
 

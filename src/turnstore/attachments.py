@@ -8,7 +8,9 @@ store instance's first put every folder above the root, since another writer may
 (or removed and made again) one of them and crashed before fsyncing its parent. A crash
 anywhere leaves no file, a temporary file, or a file whose intent is uncommitted; the sweeps
 delete those once older than the caller's threshold, and never a file that a manifest entry
-still names.
+still names. A sweep forgets an entry before deleting its file, so it first writes the files
+it may delete to a durable journal in the root, fsyncs the folders it deleted from, then
+drops the journal; a sweep cut short by a crash or power cut is finished by the next one.
 """
 
 from __future__ import annotations
@@ -19,8 +21,16 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+
+import msgspec
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: importing turnstore must still work
+    fcntl = None  # type: ignore[assignment]
 
 from turnstore.errors import InvalidInput, StorageError, TurnstoreError
 from turnstore.faces.blocking_runtime import BlockingRuntimeStore
@@ -34,6 +44,14 @@ FOLDER_MODE = 0o700
 """Mode of every folder the store creates, whatever the umask."""
 TEMPORARY_PREFIX = ".partial-"
 """Names of payloads being written start with this; no placed name starts with a dot."""
+JOURNAL_PREFIX = ".sweep-"
+"""Names of sweep journals in the root: the files a sweep is deleting, written first."""
+JOURNAL_BATCH = 1000
+"""A sweep journals and reclaims this many entries at a time (two fsyncs a batch)."""
+
+Entry = AttachmentIntent | AttachmentManifestEntry
+_JOURNAL = msgspec.json.Encoder()
+_JOURNAL_DECODER = msgspec.json.Decoder(list[tuple[str, str]])
 
 _KEPT = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_.")
 _LONGEST_NAME = 200
@@ -168,11 +186,9 @@ class FileAttachmentStore:
         """
         if not isinstance(runtime, BlockingRuntimeStore):
             raise InvalidInput("runtime must be a blocking runtime handle (open_blocking)")
-        reclaimed = [
-            entry.attachment_id
-            for entry in runtime.list_uncommitted(older_than_ms)
-            if self._reclaim(runtime, entry)
-        ]
+        self._replay_journals(lambda _, uri: runtime.canonical_uri_in_use(uri))
+        entries = runtime.list_uncommitted(older_than_ms)
+        reclaimed = self._reclaim_all([(runtime, entry) for entry in entries])
         self._sweep_temporaries(
             self.root / file_name(runtime.session_id, "session ID"), older_than_ms
         )
@@ -188,14 +204,18 @@ class FileAttachmentStore:
         """
         if not isinstance(store, BlockingStore):
             raise InvalidInput("store must be a blocking store (open_blocking)")
-        reclaimed = []
         handles: dict[str, BlockingRuntimeStore] = {}
-        for entry in store.upkeep.list_uncommitted_attachments(older_than_ms):
-            runtime = handles.get(entry.session_id)
-            if runtime is None:
-                runtime = handles[entry.session_id] = store.runtime(entry.session_id)
-            if self._reclaim(runtime, entry):
-                reclaimed.append(entry.attachment_id)
+
+        def handle(session_id: str) -> BlockingRuntimeStore:
+            if session_id not in handles:
+                handles[session_id] = store.runtime(session_id)
+            return handles[session_id]
+
+        self._replay_journals(lambda session_id, uri: handle(session_id).canonical_uri_in_use(uri))
+        entries = store.upkeep.list_uncommitted_attachments(older_than_ms)
+        reclaimed = self._reclaim_all([(handle(entry.session_id), entry) for entry in entries])
+        # A journal a crashed sweep was still writing is a temporary file in the root.
+        self._sweep_temporaries(self.root, older_than_ms)
         try:
             folders = [item.path for item in os.scandir(self.root) if _is_session_folder(item)]
         except FileNotFoundError:
@@ -286,35 +306,142 @@ class FileAttachmentStore:
         finally:
             os.close(descriptor)
 
+    def _reclaim_all(self, reclaims: list[tuple[BlockingRuntimeStore, Entry]]) -> list[str]:
+        """Reclaim entries, JOURNAL_BATCH at a time; returns the ids forgotten.
+
+        Before any entry of a batch is forgotten, the files it may delete are written to a
+        journal in the root and made durable; after the deletions, their folders are fsynced,
+        and only then is the journal removed. A crash or power cut in between leaves the
+        journal, and the next sweep deletes each file it lists that no entry names: once its
+        entry is forgotten, nothing else would ever find the file again.
+        """
+        reclaimed = []
+        for start in range(0, len(reclaims), JOURNAL_BATCH):
+            batch = reclaims[start : start + JOURNAL_BATCH]
+            placed = [(e.session_id, e.attachment_id) for _, e in batch if self._placed(e)]
+            journal = self._write_journal(placed) if placed else None
+            touched: set[Path] = set()
+            reclaimed += [e.attachment_id for rt, e in batch if self._reclaim(rt, e, touched)]
+            self._settle(touched)
+            if journal is not None:
+                _drop_journal(*journal)
+        return reclaimed
+
+    def _placed(self, entry: Entry) -> bool:
+        """Whether the entry names the file this store placed for it."""
+        try:
+            return entry.canonical_uri == str(self.path_for(entry.session_id, entry.attachment_id))
+        except InvalidInput:
+            return False
+
     def _reclaim(
-        self, runtime: BlockingRuntimeStore, entry: AttachmentIntent | AttachmentManifestEntry
+        self, runtime: BlockingRuntimeStore, entry: Entry, touched: set[Path] | None = None
     ) -> bool:
         """Forget an uncommitted entry, then delete its file if nothing names it any more.
 
         Forget first, and only while still uncommitted: a commit that lands between a listing
         and here keeps its row and its file. A crash after the forget leaves at worst an
-        unreferenced file, never a committed attachment without its bytes.
+        unreferenced file (which the sweep's journal lists), never a committed attachment
+        without its bytes. The folder of each file deleted goes into `touched`.
         """
         if not runtime.forget(entry.attachment_id):
             return False
-        try:
-            placed = entry.canonical_uri == str(
-                self.path_for(entry.session_id, entry.attachment_id)
-            )
-        except InvalidInput:
-            placed = False
         # A URI the host supplied is the host's file, even inside the root: only files this
         # store placed are deleted, and only when no entry of any session still names them.
-        if placed and not runtime.canonical_uri_in_use(entry.canonical_uri):
-            path = Path(entry.canonical_uri)
+        if self._placed(entry) and not runtime.canonical_uri_in_use(entry.canonical_uri):
             try:
-                if not stat.S_ISDIR(os.lstat(path).st_mode):
-                    os.unlink(path)
-            except FileNotFoundError:
-                pass
+                _unlink_file(Path(entry.canonical_uri), touched)
             except OSError as error:
                 raise _failed(entry.attachment_id, "delete its payload", error) from error
         return True
+
+    def _settle(self, touched: set[Path]) -> None:
+        """Make the deletions in `touched` durable: fsync each folder (the root if one went)."""
+        gone = False
+        for folder in sorted(touched):
+            try:
+                _fsync_folder(folder)
+            except FileNotFoundError:
+                gone = True  # removed as empty since; its removal is the root's entry
+            except OSError as error:
+                raise StorageError(f"could not fsync {folder}: {error}") from error
+        if gone:
+            with suppress(FileNotFoundError):  # no root: nothing is left to come back
+                _fsync_folder(self.root)
+
+    def _write_journal(self, placed: list[tuple[str, str]]) -> tuple[int, Path] | None:
+        """Write the (session, attachment) ids whose files a sweep may delete, durably.
+
+        The journal is written under a temporary name, locked, fsynced, renamed to its
+        `.sweep-` name and its root entry fsynced; it stays locked until dropped, so a
+        replay skips a journal whose sweep is still running. None when there is no root.
+        """
+        token = secrets.token_hex(16)
+        temporary = self.root / f"{TEMPORARY_PREFIX}{token}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            descriptor = os.open(temporary, flags, FILE_MODE)
+        except FileNotFoundError:
+            return None  # no root, so no file a sweep could delete
+        except OSError as error:
+            raise StorageError(f"could not write a sweep journal: {error}") from error
+        try:
+            _lock(descriptor, wait=True)
+            remaining = memoryview(_JOURNAL.encode(placed))
+            while remaining:
+                remaining = remaining[os.write(descriptor, remaining) :]
+            os.fsync(descriptor)
+            journal = self.root / f"{JOURNAL_PREFIX}{token}"
+            os.replace(temporary, journal)
+            _fsync_folder(self.root)
+        except BaseException as error:
+            os.close(descriptor)
+            with suppress(OSError):
+                os.unlink(temporary)
+            if isinstance(error, OSError):
+                raise StorageError(f"could not write a sweep journal: {error}") from error
+            raise
+        return descriptor, journal
+
+    def _replay_journals(self, named: Callable[[str, str], bool]) -> None:
+        """Finish the deletions of sweeps cut short: each journal's files no entry names."""
+        try:
+            journals = [i.path for i in os.scandir(self.root) if i.name.startswith(JOURNAL_PREFIX)]
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise StorageError(f"could not list the attachment root: {error}") from error
+        for journal in journals:
+            try:
+                descriptor = os.open(journal, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # its sweep finished meanwhile
+            try:
+                self._replay(descriptor, Path(journal), named)
+            except OSError as error:
+                raise StorageError(f"could not replay {journal}: {error}") from error
+            finally:
+                os.close(descriptor)
+
+    def _replay(self, descriptor: int, journal: Path, named: Callable[[str, str], bool]) -> None:
+        if not _lock(descriptor, wait=False):
+            return  # a sweep still running holds it
+        data = bytearray()
+        while chunk := os.read(descriptor, 1 << 16):
+            data += chunk
+        try:
+            placed = _JOURNAL_DECODER.decode(data)
+        except msgspec.DecodeError:
+            placed = []  # not written by a sweep (one is whole before its rename)
+        touched: set[Path] = set()
+        for session_id, attachment_id in placed:
+            # The path is computed again, never read: a journal can only reach placed files.
+            path = self.path_for(session_id, attachment_id)
+            if not named(session_id, str(path)):
+                _unlink_file(path, touched)
+        self._settle(touched)
+        with suppress(FileNotFoundError):
+            os.unlink(journal)
 
     def _sweep_temporaries(self, folder: Path, older_than_ms: int) -> None:
         """Delete the temporary files in `folder` last written before `older_than_ms`."""
@@ -334,6 +461,39 @@ class FileAttachmentStore:
                 pass
             except OSError as error:
                 raise StorageError(f"could not delete {item.path}: {error}") from error
+
+
+def _unlink_file(path: Path, touched: set[Path] | None) -> None:
+    """Delete `path` unless it is a folder or gone; note its folder in `touched`."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            if touched is not None:
+                touched.add(path.parent)
+    except FileNotFoundError:
+        pass
+
+
+def _lock(descriptor: int, *, wait: bool) -> bool:
+    """Lock a journal for this sweep (flock: released when its process dies); False when
+    another holds it and `wait` is False."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return True
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _drop_journal(descriptor: int, journal: Path) -> None:
+    """Remove a journal whose deletions are durable. Not fsynced: one that a power cut
+    brings back is replayed by the next sweep and deletes nothing an entry names."""
+    try:
+        with suppress(FileNotFoundError):
+            os.unlink(journal)
+    finally:
+        os.close(descriptor)
 
 
 def _is_session_folder(item: os.DirEntry[str]) -> bool:

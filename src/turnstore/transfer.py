@@ -2,8 +2,9 @@
 
 The format is documented in the docs' reference ("Export format"). `export_jsonl` and
 `import_jsonl` are the stores' `export_trees` and `import_trees`; `copy_store` runs one into
-the other, through a temporary file, so it works between any two backends in constant
-memory, and, because an import skips trees already present, resumes where it was cut off.
+the other, through a temporary file, so it works between any two backends, and, because an
+import skips trees already present, resumes where it was cut off. Memory does not grow with
+the number or size of trees, only with the longest single row (three to four times it).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from typing import IO
 
 from turnstore.faces.aio_store import Store
 from turnstore.faces.blocking_store import BlockingStore
+from turnstore.ops.upkeep import MAX_LINE_BYTES
 from turnstore.records.upkeep import OnConflict, Progress, TransferReport
 
 SPOOL_BYTES = 64 << 20
 """A copy holds up to this much of the export in memory, the rest in a temporary file."""
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "OnConflict",
     "Progress",
     "copy_store",
@@ -51,9 +54,16 @@ def import_jsonl(
     *,
     on_conflict: OnConflict = "fail",
     progress: Progress | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> TransferReport:
-    """Write the trees of an export read from a binary stream into a store."""
-    return store.upkeep.import_trees(source, on_conflict=on_conflict, progress=progress)
+    """Write the trees of an export read from a binary stream into a store.
+
+    Memory peaks at three to four times the longest line; a line over `max_line_bytes`
+    (None: no limit) raises `InvalidInput` before it is read whole.
+    """
+    return store.upkeep.import_trees(
+        source, on_conflict=on_conflict, progress=progress, max_line_bytes=max_line_bytes
+    )
 
 
 def copy_store(
@@ -65,12 +75,19 @@ def copy_store(
     on_conflict: OnConflict = "fail",
     progress: Progress | None = None,
 ) -> TransferReport:
-    """Copy session trees from one store into another; run again to resume after a failure."""
+    """Copy session trees from one store into another; run again to resume after a failure.
+
+    Lines are not limited in length: each is a row the source store holds. The copy holds
+    three to four times the longest in memory.
+    """
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         exported = source.upkeep.export_trees(spool, session_ids=session_ids, owner_id=owner_id)
         spool.seek(0)
         return target.upkeep.import_trees(
-            spool, on_conflict=on_conflict, progress=_out_of(exported.tree_count, progress)
+            spool,
+            on_conflict=on_conflict,
+            progress=_out_of(exported.tree_count, progress),
+            max_line_bytes=None,
         )
 
 
@@ -94,9 +111,12 @@ async def import_jsonl_async(
     *,
     on_conflict: OnConflict = "fail",
     progress: Progress | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> TransferReport:
     """`import_jsonl` on the async store."""
-    return await store.upkeep.import_trees(source, on_conflict=on_conflict, progress=progress)
+    return await store.upkeep.import_trees(
+        source, on_conflict=on_conflict, progress=progress, max_line_bytes=max_line_bytes
+    )
 
 
 async def copy_store_async(
@@ -115,7 +135,10 @@ async def copy_store_async(
         )
         spool.seek(0)
         return await target.upkeep.import_trees(
-            spool, on_conflict=on_conflict, progress=_out_of(exported.tree_count, progress)
+            spool,
+            on_conflict=on_conflict,
+            progress=_out_of(exported.tree_count, progress),
+            max_line_bytes=None,
         )
 
 

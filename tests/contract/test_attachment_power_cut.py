@@ -35,6 +35,7 @@ import itertools
 import os
 import random
 import re
+import shutil
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -121,6 +122,10 @@ class PowerCutDisk:
         """One-shot hooks run right after a real mkdir of a path: a writer paused or killed."""
         self.skip_payload_fsync = False
         """A broken store: an fsync of a payload file is left out."""
+        self.kill_before: int | None = None
+        """Raise `Killed` before the store's call that changes the disk with this number
+        (counted by `changing_calls` from 0): a power cut there, and no handler runs."""
+        self.changing_calls = 0
         self.cut_points = 0
         self.acknowledged = 0
         self.checks = 0
@@ -183,6 +188,7 @@ class PowerCutDisk:
     # --- what the store sees as os ----------------------------------------------------------
 
     def mkdir(self, value: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        self.changing()
         path = self._path(value, dir_fd)
         os.mkdir(path, mode)  # first: it raises as the store expects (exists, no parent)
         made = self._bind(path, is_dir=True)
@@ -195,6 +201,7 @@ class PowerCutDisk:
             hook()
 
     def open(self, value: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        self.changing()
         path = self._path(value, dir_fd)
         if flags & os.O_CREAT:
             # Only a new file, opened for writing, is modelled: no truncation, no appending
@@ -221,6 +228,7 @@ class PowerCutDisk:
         return descriptor
 
     def write(self, descriptor: int, data: Any) -> int:
+        self.changing()
         opened = self.descriptors.get(descriptor)
         assert opened is not None, f"write to unknown descriptor {descriptor}"
         assert opened.writes, f"write to descriptor {descriptor}, opened read-only"
@@ -231,6 +239,7 @@ class PowerCutDisk:
         return written
 
     def fsync(self, descriptor: int) -> None:
+        self.changing()
         opened = self.descriptors.get(descriptor)
         assert opened is not None, f"fsync of unknown descriptor {descriptor}"
         if opened.node == ABOVE_BASE:
@@ -270,6 +279,7 @@ class PowerCutDisk:
         src_dir_fd: int | None = None,
         dst_dir_fd: int | None = None,
     ) -> None:
+        self.changing()
         source = self._path(source_value, src_dir_fd)
         target = self._path(target_value, dst_dir_fd)
         assert source.parent == target.parent, "a rename across folders is not modelled"
@@ -288,6 +298,7 @@ class PowerCutDisk:
     rename = replace
 
     def unlink(self, value: Any, *, dir_fd: int | None = None) -> None:
+        self.changing()
         path = self._path(value, dir_fd)
         gone = self._existing(path)
         os.unlink(path)  # raises as the real call does when nothing is there
@@ -299,6 +310,7 @@ class PowerCutDisk:
         self.cut(f"unlink {self._relative(path)}")
 
     def rmdir(self, value: Any, *, dir_fd: int | None = None) -> None:
+        self.changing()
         path = self._path(value, dir_fd)
         gone = self._existing(path)
         os.rmdir(path)  # raises when the folder is not empty; then nothing changed
@@ -309,6 +321,35 @@ class PowerCutDisk:
         self._unbind(gone)
         self.removed_folders.add(path)
         self.cut(f"rmdir {self._relative(path)}")
+
+    def changing(self) -> None:
+        """A call that may change the disk is about to run: the planned power cut lands here."""
+        if self.kill_before == self.changing_calls:
+            self.operations.append("power cut")
+            raise Killed
+        self.changing_calls += 1
+
+    def power_cut(self) -> None:
+        """Make the real files under the base what survives a power cut now: the durable model.
+
+        The live model is stale afterwards: a test runs the real `os` from here on.
+        """
+        for name in list(self.live_dirs[self.base_node]):
+            target = self.base / name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        self._materialize(self.base, self.durable_dirs[self.base_node])
+
+    def _materialize(self, folder: Path, entries: dict[str, int]) -> None:
+        for name, child in entries.items():
+            if self.is_dir[child]:
+                (folder / name).mkdir()
+                self._materialize(folder / name, self.durable_dirs.get(child, {}))
+            else:
+                # An entry whose content was never fsynced survives empty.
+                (folder / name).write_bytes(self.durable_files.get(child, b""))
 
     # --- the markers ------------------------------------------------------------------------
 
@@ -410,7 +451,7 @@ class OsSeenByTheStore:
     )
     PASSED = frozenset(
         {"stat", "lstat", "scandir", "strerror", "O_RDONLY", "O_WRONLY", "O_CREAT", "O_EXCL"}
-        | {"O_CLOEXEC"}
+        | {"O_CLOEXEC", "read", "fstat"}
     )
 
     def __init__(self, disk: PowerCutDisk) -> None:

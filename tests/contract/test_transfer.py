@@ -339,3 +339,55 @@ def test_every_schema_table_is_in_the_format(store_url: str, database: Any) -> N
         else:
             found = database.query(f"SELECT name FROM pragma_table_info('{table.name}')")
         assert tuple(name for (name,) in found) == table.names, table.name
+
+
+# --- a line's length: memory grows with the longest line, so it is limited -----------------
+
+
+def test_a_line_over_the_limit_is_refused_before_it_is_read_whole(
+    source: BlockingStore, store_url: str
+) -> None:
+    """A line longer than max_line_bytes is InvalidInput naming the line and the limit, read
+    no further than one byte past the limit; its tree is absent; a higher limit imports it."""
+    data = export_bytes(source, session_ids=["plain-session"])
+    lines = lines_of(data)
+    longest = max(len(line) for line in lines)
+    number = next(i for i, line in enumerate(lines, start=1) if len(line) == longest)
+    start = sum(len(line) for line in lines[: number - 1])
+    file = io.BytesIO(data)
+    half = longest // 2
+    with turnstore.open_blocking(store_url) as target:
+        with pytest.raises(InvalidInput, match=f"line {number} is longer than the {half:,}"):
+            import_jsonl(target, file, max_line_bytes=half)
+        assert file.tell() == start + half + 1
+        with pytest.raises(InvalidInput, match=f"line {number} is longer"):
+            import_jsonl(target, io.BytesIO(data), max_line_bytes=longest - 1)
+        assert target.session_summary("plain-session") is None
+        import_jsonl(target, io.BytesIO(data), max_line_bytes=longest)
+        assert target.session_summary("plain-session") is not None
+
+
+def test_the_default_limit_is_64_mib_and_copies_take_any_line(
+    tmp_path: Path, store_url: str
+) -> None:
+    """A 65 MiB line is refused by default, taken with max_line_bytes=None, and copy_store
+    (whose lines are rows a store already holds) takes it without being told."""
+    with turnstore.open_blocking(tmp_path / "long.sqlite3") as long:
+        checkpoint = Checkpoint.empty("long")
+        checkpoint.context.append({"content": "x" * (65 << 20)})
+        checkpoint.sequence += 1
+        long.save(checkpoint)
+        data = export_bytes(long)
+        with turnstore.open_blocking(store_url) as target:
+            with pytest.raises(InvalidInput, match="67,108,864-byte limit"):
+                import_jsonl(target, io.BytesIO(data))
+            assert import_jsonl(target, io.BytesIO(data), max_line_bytes=None).tree_count == 1
+            target.delete_sessions(["long"])
+            assert copy_store(long, target).session_ids == ["long"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "64"])
+def test_a_bad_line_limit_is_refused(source: BlockingStore, bad: Any) -> None:
+    """max_line_bytes is a positive int or None."""
+    with pytest.raises(InvalidInput, match="max_line_bytes"):
+        import_jsonl(source, io.BytesIO(b""), max_line_bytes=bad)

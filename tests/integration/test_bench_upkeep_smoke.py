@@ -147,3 +147,14 @@ def test_import_memory_prints_the_verdicts(imports: tuple[dict[str, Any], str]) 
         assert float(small) == pytest.approx(verdict["small_peak_mb"], abs=0.05)
         assert float(extra) == pytest.approx(verdict["extra_mb"], abs=0.05)
         assert status == verdict["status"]
+
+
+def test_import_memory_measures_a_long_line(imports: tuple[dict[str, Any], str]) -> None:
+    """The long-line file round trips without a limit, and its peaks are printed per line."""
+    doc, printed = imports
+    (row,) = doc["long_lines"]
+    assert 1_900_000 < row["line_bytes"] < 2_200_000
+    assert row["imports"]["sqlite"]["rows"] == row["export"]["rows"] > 0
+    assert row["imports"]["sqlite"]["refused"] is None
+    assert row["limited"]["sqlite"]["refused"] is None  # 2 MB is under the default limit
+    assert printed.count("long line 2.0 MB, ") == 3

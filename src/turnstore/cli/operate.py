@@ -212,16 +212,23 @@ def migrate(url: str, dry_run: bool, as_json: bool) -> None:
 
 @click.command(cls=StoreCommand)
 @URL_ARGUMENT
+@click.option(
+    "--deep",
+    is_flag=True,
+    help="Also decode every stored row as the reads do, and name the rows they would refuse"
+    " (reads the whole store).",
+)
 @JSON_OPTION
 @click.pass_context
-def doctor(ctx: click.Context, url: str, as_json: bool) -> None:
+def doctor(ctx: click.Context, url: str, deep: bool, as_json: bool) -> None:
     """Check a store's health; exit 1 when it finds a problem.
 
     URL is the store. Checks the schema version, integrity, WAL size, orphan attachments
-    and unreachable blobs, and on PostgreSQL missing indexes and table bloat.
+    and unreachable blobs, and on PostgreSQL missing indexes and table bloat; with --deep,
+    every stored row too.
     """
     with open_store(url, read_only=True) as store:
-        report = store.upkeep.doctor()
+        report = store.upkeep.doctor(deep=deep)
     problems = report.problems
     emit(as_json, {**report.to_builtins(), "problems": problems}, _doctor_rows(report))
     if not as_json:
@@ -246,6 +253,10 @@ def _doctor_rows(report: DoctorReport) -> list[tuple[str, str]]:
         ("unreachable blobs", str(report.unreachable_blob_count)),
         ("missing indexes", ", ".join(report.missing_indexes) or "-"),
         ("bloated tables", ", ".join(report.bloated_tables) or "-"),
+        (
+            "undecodable rows",
+            str(report.undecodable_row_count) if report.deep else "not checked (--deep)",
+        ),
     ]
 
 

@@ -134,11 +134,12 @@ def export(
     target: Path | None,
     as_json: bool,
 ) -> None:
-    """Export session trees as versioned JSON Lines, streaming in constant memory.
+    """Export session trees as versioned JSON Lines, one tree at a time.
 
     URL is the store; choose the trees with [SESSION_ID]... (each with its forks), --owner
     or --all. Writes to standard output, refused on a terminal, or to -o FILE. The report
-    goes to standard error when the export goes to standard output.
+    goes to standard error when the export goes to standard output. Memory does not grow
+    with the store or its trees, only with its largest row: about three times it.
     """
     ids, owner_id = selection(session_ids, every, owner)
     with (
@@ -156,19 +157,44 @@ def export(
 @URL_ARGUMENT
 @click.argument("source", metavar="FILE", type=click.File("rb"))
 @ON_CONFLICT_OPTION
+@click.option(
+    "--max-line-mib",
+    metavar="N",
+    type=click.IntRange(min=1),
+    default=transfer.MAX_LINE_BYTES >> 20,
+    show_default=True,
+    help="Refuse a line longer than N MiB; the import holds three to four times its longest"
+    " line in memory.",
+)
 @YES_OPTION
 @JSON_OPTION
-def import_(url: str, source: BinaryIO, on_conflict: OnConflict, yes: bool, as_json: bool) -> None:
-    """Import session trees from a JSON Lines export, streaming in constant memory.
+def import_(
+    url: str,
+    source: BinaryIO,
+    on_conflict: OnConflict,
+    max_line_mib: int,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Import session trees from a JSON Lines export, one tree at a time.
 
     URL is the store (a SQLite file is created if missing) and FILE an export, - for
     standard input. Importing the same file twice changes nothing; a tree that differs
-    from an existing session fails the import unless --on-conflict says otherwise.
+    from an existing session fails the import unless --on-conflict says otherwise. Every
+    row is decoded as the store's reads decode it; a tree with a row they would refuse is
+    not imported. Memory does not grow with the file or its trees, only with its longest
+    line: three to four times it, so lines over --max-line-mib are refused.
     """
     if on_conflict == "replace":
         confirm("Replace every existing session tree the import conflicts with", yes=yes)
     with open_store(url) as store, progress_bar("Importing") as advance, conflicts(url):
-        report = transfer.import_jsonl(store, source, on_conflict=on_conflict, progress=advance)
+        report = transfer.import_jsonl(
+            store,
+            source,
+            on_conflict=on_conflict,
+            progress=advance,
+            max_line_bytes=max_line_mib << 20,
+        )
     show_transfer(report, as_json)
 
 
@@ -193,7 +219,8 @@ def copy(
 
     SRC_URL is read, DST_URL written (a SQLite file is created if missing); [SESSION_ID]...
     or --owner choose the trees, all of them by default. Resumable: run it again after an
-    interruption and it skips the trees already copied.
+    interruption and it skips the trees already copied. Memory grows only with the largest
+    row: three to four times it.
     """
     if on_conflict == "replace":
         confirm(f"Replace conflicting sessions in {display_url(target_url)}", yes=yes)

@@ -12,6 +12,7 @@ from typing import IO
 
 from turnstore.ops import runtime as runtime_ops
 from turnstore.ops import upkeep as upkeep_ops
+from turnstore.ops.upkeep import MAX_LINE_BYTES
 from turnstore.records.runtime import AttachmentManifestEntry, GcReport
 from turnstore.records.upkeep import (
     BackupReport,
@@ -57,9 +58,13 @@ class Upkeep:
         """Counts of sessions, turns, events, tokens and blobs, and the database's size."""
         return await self._driver.run(upkeep_ops.stats())
 
-    async def doctor(self) -> DoctorReport:
-        """Check the store's health: schema, integrity, WAL, orphans, blobs, indexes, bloat."""
-        return await self._driver.run(upkeep_ops.doctor())
+    async def doctor(self, *, deep: bool = False) -> DoctorReport:
+        """Check the store's health: schema, integrity, WAL, orphans, blobs, indexes, bloat.
+
+        `deep=True` also decodes every stored row as the reads do (a read of the whole
+        store, one tree per transaction) and names the rows a read would refuse.
+        """
+        return await self._driver.run(upkeep_ops.doctor(deep))
 
     async def vacuum(self) -> VacuumDatabaseReport:
         """Remove every session's tombstoned nodes, then VACUUM the database."""
@@ -93,14 +98,20 @@ class Upkeep:
         *,
         on_conflict: OnConflict = "fail",
         progress: Progress | None = None,
+        max_line_bytes: int | None = MAX_LINE_BYTES,
     ) -> TransferReport:
         """Write the trees of an export, one transaction each; identical trees are skipped.
 
         A tree whose sessions exist with other content raises `SessionExists` under
         `fail` (trees before it stay imported), is kept under `skip`, and replaced under
-        `replace`. A damaged or cut-off file raises `InvalidInput` at the tree it damages.
+        `replace`. A damaged or cut-off file, or a row no read could decode, raises
+        `InvalidInput` at the tree it damages. Memory peaks at three to four times the
+        longest line; a line over `max_line_bytes` (64 MiB; None: no limit) raises
+        `InvalidInput`.
         """
-        return await self._driver.run(upkeep_ops.import_trees(source, on_conflict, progress))
+        return await self._driver.run(
+            upkeep_ops.import_trees(source, on_conflict, progress, max_line_bytes)
+        )
 
     async def gc_unreachable(self) -> GcReport:
         """Delete every blob that no session head reaches (the runtime face's same call)."""

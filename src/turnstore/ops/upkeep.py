@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from functools import partial
 from typing import IO, get_args
 
-from turnstore.backends.sql import runtime_upkeep, transfer, upkeep
+from turnstore.backends.sql import runtime_upkeep, stored_rows, transfer, upkeep
 from turnstore.backends.sql.engine import Engine, Tx
+from turnstore.backends.sql.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
 from turnstore.backends.sql.transfer import LineSource
 from turnstore.backends.sql.transfer_rows import (
     ENCODER,
@@ -35,6 +36,9 @@ from turnstore.rules.values import text
 from turnstore.steps import Steps, call, read, write
 
 _CONFLICTS = get_args(OnConflict)
+
+DEEP_LISTED = 100
+"""A deep doctor lists at most this many undecodable rows (and counts them all)."""
 
 SQLITE_REST_S = 0.05
 """The least a SQLite prune rests between batches: longer than SQLite's busy-retry steps."""
@@ -103,8 +107,12 @@ def stats() -> Steps[StoreStats]:
     return found
 
 
-def doctor() -> Steps[DoctorReport]:
-    """The store's health: schema, integrity, WAL, orphans, unreachable blobs, indexes, bloat."""
+def doctor(deep: bool = False) -> Steps[DoctorReport]:
+    """The store's health: schema, integrity, WAL, orphans, unreachable blobs, indexes, bloat.
+
+    `deep` also decodes every stored row as the reads do, one tree per read transaction.
+    """
+    check_input(isinstance(deep, bool), "deep must be a bool")
 
     def examine(engine: Engine) -> DoctorReport:
         checks = engine.upkeep()
@@ -125,7 +133,21 @@ def doctor() -> Steps[DoctorReport]:
         return int(orphans), len(runtime_upkeep.unreachable_blobs(tx))
 
     report.orphan_attachment_count, report.unreachable_blob_count = yield from read(count)
+    if deep:
+        yield from _deep_scan(report)
     return report
+
+
+def _deep_scan(report: DoctorReport) -> Steps[None]:
+    """Decode every stored row as a read would; list the first `DEEP_LISTED` refused."""
+    report.deep = True
+    roots = yield from read(lambda tx: transfer.roots(tx, None, None))
+    found = yield from read(stored_rows.state_problems)
+    for root in [None, *roots]:
+        if root is not None:
+            found = yield from read(partial(transfer.tree_problems, root=root))
+        report.undecodable_row_count += len(found)
+        report.undecodable_rows += found[: DEEP_LISTED - len(report.undecodable_rows)]
 
 
 def vacuum_database() -> Steps[VacuumDatabaseReport]:
@@ -180,7 +202,10 @@ def export_trees(
 
 
 def import_trees(
-    source: IO[bytes], on_conflict: OnConflict, progress: Progress | None
+    source: IO[bytes],
+    on_conflict: OnConflict,
+    progress: Progress | None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> Steps[TransferReport]:
     """Write the trees of an export file, one transaction per tree."""
     check_input(
@@ -190,7 +215,16 @@ def import_trees(
         isinstance(on_conflict, str) and on_conflict in _CONFLICTS,
         f"on_conflict must be one of {', '.join(_CONFLICTS)}",
     )
-    lines = LineSource(source)
+    check_input(
+        max_line_bytes is None
+        or (
+            isinstance(max_line_bytes, int)
+            and not isinstance(max_line_bytes, bool)
+            and max_line_bytes > 0
+        ),
+        "max_line_bytes must be a positive int (bytes) or None for no limit",
+    )
+    lines = LineSource(source, max_line_bytes)
     first = lines.next()
     if first is None or not isinstance(first[0], ExportHeader):
         raise InvalidInput("not a turnstore export: the first line is no turnstore_export header")

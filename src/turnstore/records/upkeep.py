@@ -64,6 +64,12 @@ class DoctorReport(Record, kw_only=True):
     missing_indexes: list[str] = msgspec.field(default_factory=list)
     bloated_tables: list[str] = msgspec.field(default_factory=list)
     """PostgreSQL: tables whose dead rows exceed a fifth of their live ones."""
+    deep: bool = False
+    """Whether every stored row was decoded as the reads decode it (`doctor(deep=True)`)."""
+    undecodable_row_count: U64 = 0
+    """Deep scan: rows a read would refuse with `CorruptRecord`."""
+    undecodable_rows: list[str] = msgspec.field(default_factory=list)
+    """Deep scan: the first 100 of them, each named by table and key, with the reason."""
 
     @property
     def problems(self) -> list[str]:
@@ -76,6 +82,10 @@ class DoctorReport(Record, kw_only=True):
             )
         found += [f"missing index {name}" for name in self.missing_indexes]
         found += [f"bloated table {name} (run vacuum)" for name in self.bloated_tables]
+        found += [f"undecodable {row}" for row in self.undecodable_rows]
+        unlisted = self.undecodable_row_count - len(self.undecodable_rows)
+        if unlisted > 0:
+            found.append(f"{unlisted} more undecodable rows")
         return found
 
 

@@ -12,7 +12,7 @@ import hashlib
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -20,6 +20,7 @@ import msgspec
 
 from turnstore.backends.sql import checkpoints, sessions
 from turnstore.backends.sql.engine import Statements, Tx, select
+from turnstore.backends.sql.stored_rows import RowCheck
 from turnstore.backends.sql.transfer_rows import (
     BLOBS,
     ENCODER,
@@ -32,7 +33,7 @@ from turnstore.backends.sql.transfer_rows import (
     to_params,
     to_record,
 )
-from turnstore.errors import InvalidInput, SessionExists, SessionNotFound
+from turnstore.errors import CorruptRecord, InvalidInput, SessionExists, SessionNotFound
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ForkTree
 from turnstore.records.runtime import SessionCheckpoint
@@ -180,6 +181,22 @@ def _reached_blobs(tx: Tx, ids: list[str]) -> list[str]:
     return sorted(reached)
 
 
+def tree_problems(tx: Tx, root: str) -> list[str]:
+    """Why reads would refuse rows of a stored tree: one tree of `doctor(deep=True)`'s scan."""
+    check = RowCheck()
+    problems: list[str] = []
+    try:
+        for record in tree_records(tx, tree(tx, root)):
+            table = record_table(record)
+            found = None if table is None else check.row(table, record)
+            if found is not None:
+                problems.append(found)
+    except (CorruptRecord, ValueError) as error:
+        # A head's manifest (read to find the tree's blobs) or a JSON null that no read takes.
+        return [*problems, f"tree {root!r}: {error}"]
+    return problems + check.finish(tx)
+
+
 def tree_lines(tx: Tx, root: str) -> Iterator[bytes]:
     """The encoded lines of a tree's rows, each ending in a newline."""
     for record in tree_records(tx, tree(tx, root)):
@@ -196,11 +213,22 @@ def digest_of(lines: Iterator[bytes]) -> tuple[str, int]:
     return digest.hexdigest(), count
 
 
+MAX_LINE_BYTES = 64 << 20
+"""The longest line (newline included) an import reads unless told otherwise: 64 MiB.
+
+msgspec decodes a line whole, and the database driver copies a row's values whole (SQLite
+twice: its bound value and the record it builds; psycopg and libpq three times), so an
+import peaks at three (SQLite) to four (PostgreSQL) times its longest line: a 200 MB line
+took 634 MB and 846 MB. This bounds that at about 200 (270) MB above the process's own
+~30 (45) MB, whatever the file."""
+
+
 @dataclass
 class LineSource:
     """The lines of an export being read, numbered, with one line of look-ahead."""
 
     stream: IO[bytes]
+    max_line_bytes: int | None = MAX_LINE_BYTES
     number: int = 0
     _held: Any = None
     _held_size: int = 0
@@ -211,11 +239,19 @@ class LineSource:
         if self._held is not None:
             held, self._held = self._held, None
             return held, self._held_size
-        raw = self.stream.readline()
+        limit = self.max_line_bytes
+        # Read at most one byte past the limit: a longer line is refused, never held whole.
+        raw = self.stream.readline() if limit is None else self.stream.readline(limit + 1)
         if not raw:
             return None
         self.number += 1
         self.read_bytes += len(raw)
+        if limit is not None and len(raw) > limit:
+            raise InvalidInput(
+                f"export line {self.number} is longer than the {limit:,}-byte limit on a"
+                " line (an import holds three to four times its longest line in memory); raise it"
+                " with max_line_bytes (turnstore import --max-line-mib)"
+            )
         try:
             return LINE_DECODER.decode(raw), len(raw)
         except msgspec.ValidationError as error:
@@ -260,9 +296,15 @@ def import_tree(
         checkpoints.delete(tx, present)
     else:
         replaced = []
-    count = _consume(source, header, lambda table, rows: tx.many(_insert(tx, table), rows))
+    sink = _Sink(tx, header.root)
+    count = _consume(source, header, sink)
+    problems = sink.check.finish(tx)
+    if problems:
+        raise InvalidInput(
+            f"export tree {header.root!r}: {problems[0]}; no read could use it, so the tree"
+            " is not imported"
+        )
     for session_id in ids:
-        # The catalog entry decodes as any other: a damaged row fails the import here.
         if sessions.summary(tx, session_id) is None:
             raise InvalidInput(
                 f"export tree {header.root!r} has no sessions row for {session_id!r}"
@@ -279,16 +321,54 @@ def _same_tree(tx: Tx, header: TreeHeader) -> bool:
     return digest == header.digest and count == header.row_count
 
 
-Flush = Callable[[Table, list[tuple[Any, ...]]], None]
+class _Sink:
+    """Where a written tree's rows go: checked as the reads decode them, inserted in batches.
+
+    A batch is written when the next row does not fit it, by which time the caller has let
+    go of the line it came from, so a long row's line is not held beside the driver's copies.
+    """
+
+    def __init__(self, tx: Tx, root: str) -> None:
+        self.tx = tx
+        self.root = root
+        self.check = RowCheck()
+        self.batch: list[tuple[Any, ...]] = []
+        self.table: Table | None = None
+        self.size = 0
+
+    def add(self, table: Table, record: Any, size: int, number: int) -> None:
+        """Check one row and queue it for insertion."""
+        problem = self.check.row(table, record)
+        if problem is not None:
+            raise InvalidInput(
+                f"export line {number}: {problem}; no read could use it, so tree "
+                f"{self.root!r} is not imported"
+            )
+        try:
+            params = to_params(table, record)
+        except UnicodeDecodeError as error:
+            raise InvalidInput(
+                f"export line {number}: a JSON column is not UTF-8: {error}"
+            ) from None
+        if self.batch and (
+            table is not self.table or len(self.batch) >= BATCH_ROWS or self.size > BATCH_BYTES
+        ):
+            self.flush()
+        self.table = table
+        self.batch.append(params)
+        self.size += size
+
+    def flush(self) -> None:
+        """Insert the queued rows."""
+        if self.batch and self.table is not None:
+            self.tx.many(_insert(self.tx, self.table), self.batch)
+        self.batch, self.size = [], 0
 
 
-def _consume(source: LineSource, header: TreeHeader, flush: Flush | None) -> int:
+def _consume(source: LineSource, header: TreeHeader, sink: _Sink | None) -> int:
     """Read a tree's rows up to the next tree or the end, checking them against `header`."""
     digest = hashlib.sha256()
     count = 0
-    batch: list[tuple[Any, ...]] = []
-    batch_table: Table | None = None
-    batch_bytes = 0
     allowed = set(header.session_ids)
     while (read := source.next()) is not None:
         record, size = read
@@ -297,21 +377,17 @@ def _consume(source: LineSource, header: TreeHeader, flush: Flush | None) -> int
             source.push_back(record, size)
             break
         _check_owner(table, record, allowed, source.number)
-        line = ENCODER.encode(record) + b"\n"
-        digest.update(line)
+        encoded = ENCODER.encode(record)
+        digest.update(encoded)
+        digest.update(b"\n")
+        del encoded
         count += 1
-        if flush is None:
-            continue
-        if batch and (
-            table is not batch_table or len(batch) >= BATCH_ROWS or batch_bytes > BATCH_BYTES
-        ):
-            flush(batch_table, batch)  # type: ignore[arg-type]
-            batch, batch_bytes = [], 0
-        batch_table = table
-        batch.append(to_params(table, record))
-        batch_bytes += size
-    if flush is not None and batch:
-        flush(batch_table, batch)  # type: ignore[arg-type]
+        if sink is not None:
+            sink.add(table, record, size, source.number)
+        # Let go of the line before the batch holding its row is written (see _Sink).
+        del read, record
+    if sink is not None:
+        sink.flush()
     if count != header.row_count or digest.hexdigest() != header.digest:
         raise InvalidInput(
             f"export tree {header.root!r} is damaged or cut off: its rows do not match the "
@@ -345,9 +421,11 @@ def export_tree(tx: Tx, root: str, out: IO[bytes]) -> tuple[list[str], int]:
     # The tree line gives the rows' digest, so the rows are spooled while it is computed.
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         for record in tree_records(tx, ids):
-            line = ENCODER.encode(record) + b"\n"
+            line = ENCODER.encode(record)
             digest.update(line)
+            digest.update(b"\n")
             spool.write(line)
+            spool.write(b"\n")
             count += 1
         header = TreeHeader(root=root, session_ids=ids, row_count=count, digest=digest.hexdigest())
         out.write(ENCODER.encode(header) + b"\n")

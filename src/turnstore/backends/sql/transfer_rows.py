@@ -242,7 +242,7 @@ def to_record(table: Table, row: tuple[Any, ...]) -> msgspec.Struct:
         elif column.kind == "json":
             if column.nullable and value == "null":
                 raise ValueError(f"{table.name}.{column.name} holds JSON null; it cannot export")
-            values.append(msgspec.Raw(value.encode()))
+            values.append(msgspec.Raw(value))  # no copy of a long text
         elif column.kind == "bool":
             values.append(bool(value))
         elif column.kind == "bytes":
@@ -258,8 +258,9 @@ def to_params(table: Table, record: msgspec.Struct) -> tuple[Any, ...]:
     for column in table.columns:
         value = getattr(record, column.name)
         if column.kind == "json":
-            raw = bytes(value)
-            params.append(None if column.nullable and raw == _NULL else raw.decode())
+            # Decoded straight from the line's buffer, without a copy of it in bytes first.
+            text = str(memoryview(value), "utf-8")
+            params.append(None if column.nullable and text == "null" else text)
         else:
             params.append(value)
     return tuple(params)
