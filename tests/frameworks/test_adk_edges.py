@@ -137,3 +137,30 @@ async def test_an_adk_session_shows_its_first_user_message_in_the_catalog(servic
     assert [s.first_user_message for s in page.sessions] == ["Plan a trip to Lyon"]
     summary = await service.store.session_summary(turnstore_id(APP, "ada", "c"))
     assert summary.first_user_message == "Plan a trip to Lyon"
+
+
+# --- a service on an open store ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("face", ["async", "blocking"])
+async def test_a_service_on_an_open_store_shares_it_and_leaves_it_open(
+    tmp_path: Path, face: str
+) -> None:
+    """Given an open store (either face), the service writes through it and `close()` leaves
+    it open for the rest of the program."""
+    import turnstore
+    from turnstore.integrations.adk import TurnstoreSessionService, turnstore_id
+
+    path = tmp_path / "shared.sqlite3"
+    store = turnstore.open(path) if face == "async" else turnstore.open_blocking(path)
+    service = TurnstoreSessionService(store)
+    session = await service.create_session(app_name=APP, user_id="u", session_id="s")
+    await service.append_event(session, event("hi"))
+    await service.close()
+    tid = turnstore_id(APP, "u", "s")
+    if face == "async":
+        assert (await store.session_summary(tid)).sequence == 2
+        await store.close()
+    else:
+        assert store.session_summary(tid).sequence == 2
+        store.close()

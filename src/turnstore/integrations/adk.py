@@ -19,6 +19,7 @@ State values are made JSON as ADK's `DatabaseSessionService` makes them (`_adk_s
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
@@ -37,10 +38,11 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
-from turnstore import Store, open
+from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound, StorageError
 from turnstore.integrations import _adk_storage as storage
 from turnstore.records import SessionCursor, SessionPageRequest
+from turnstore.seam import Shared, borrow
 
 PREFIX = "adk/"
 """Every ADK session's turnstore id starts with this."""
@@ -131,18 +133,18 @@ def _check_current(
 class TurnstoreSessionService(BaseSessionService):
     """An ADK `BaseSessionService` on turnstore (SQLite or PostgreSQL).
 
-    `store` is an open async `turnstore.Store`, or a store URL that this service opens and
-    `close()` closes.
+    `store` is an open `turnstore.Store` (or `BlockingStore`) whose connections the service
+    shares and leaves open, or a store URL that this service opens and `close()` closes.
+    `service.store` is the service's async face on that store.
     """
 
-    def __init__(self, store: Store | str | os.PathLike[str]) -> None:
-        self._owns_store = not isinstance(store, Store)
-        self.store = store if isinstance(store, Store) else open(store)
+    def __init__(self, store: Store | BlockingStore | str | os.PathLike[str]) -> None:
+        self._shared: Shared = borrow(store)
+        self.store: Store = self._shared.store
 
     async def close(self) -> None:
-        """Close the store if this service opened it from a URL."""
-        if self._owns_store:
-            await self.store.close()
+        """Release the service's threads, and the store's connections if it opened them."""
+        await self._shared.aclose()
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -388,8 +390,7 @@ class TurnstoreSessionService(BaseSessionService):
         incarnation, expected = await self._expected(tid, session)
         # The append below commits only at `expected`: the record read here is the one it
         # replaces, and no write stored the event's id since it was looked up.
-        known = await self.store.load_state(tid, storage.event_key(event.id))
-        stored = await self.store.load_state(tid, SESSION_KEY)
+        known, stored = await asyncio.to_thread(self._looked_up, tid, event.id)
         _check_current(stored, session, incarnation, expected)
         if known is not None:
             raise AlreadyExistsError(f"Event {event.id} already exists in session {session.id}.")
@@ -414,6 +415,14 @@ class TurnstoreSessionService(BaseSessionService):
         session._storage_update_marker = _marker(record, sequence)
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
+
+    def _looked_up(self, tid: str, event_id: str) -> tuple[Any, Any]:
+        """The stored entry of an event id and the session's record: two reads, one hop off
+        the event loop (the blocking face reads in the calling thread)."""
+        blocking = self._shared.blocking
+        return blocking.load_state(tid, storage.event_key(event_id)), blocking.load_state(
+            tid, SESSION_KEY
+        )
 
     async def _expected(self, tid: str, session: Session) -> tuple[str | None, int]:
         """The incarnation and the sequence `session` was read at, from its marker; for a
