@@ -130,6 +130,19 @@ def _check_current(
         raise StaleSessionError(STALE)
 
 
+def _next_record(
+    stored: dict[str, Any], delta: dict[str, Any], timestamp: float, sequence: int
+) -> dict[str, Any]:
+    """The session's record after an append: the stored state with the event's delta.
+
+    Changes made to `session.state` directly are not stored, as in ADK's own services.
+    """
+    own = dict(storage.loaded(stored["state"]))
+    own.update(delta)
+    state = storage.stored(own, 1)
+    return {**stored, "state": state, "last_update_time": timestamp, "sequence": sequence}
+
+
 class TurnstoreSessionService(BaseSessionService):
     """An ADK `BaseSessionService` on turnstore (SQLite or PostgreSQL).
 
@@ -394,12 +407,7 @@ class TurnstoreSessionService(BaseSessionService):
         _check_current(stored, session, incarnation, expected)
         if known is not None:
             raise AlreadyExistsError(f"Event {event.id} already exists in session {session.id}.")
-        # The stored state plus the event's delta: changes made to `session.state` directly
-        # are not stored, as in ADK's own services.
-        own = dict(storage.loaded(stored["state"]))
-        own.update(deltas["session"])
-        record = {**stored, "state": storage.stored(own, 1), "sequence": expected + 1}
-        record["last_update_time"] = event.timestamp
+        record = _next_record(stored, deltas["session"], event.timestamp, expected + 1)
         # The event's id, with the sequence that stored it: a re-delivery is refused above.
         writes: list[Any] = [
             (tid, SESSION_KEY, record),
