@@ -19,6 +19,7 @@ RESPONSES_USER = {
 }
 CHAT_USER = {"role": "user", "content": "Book a table for two"}
 PARTS_USER = {"role": "user", "parts": [{"kind": "text", "content": "Summarise this"}]}
+ADK_USER = {"author": "user", "content": {"role": "user", "parts": [{"text": "Plan a trip"}]}}
 ASSISTANT = {"role": "assistant", "content": "Sure."}
 
 
@@ -28,8 +29,9 @@ ASSISTANT = {"role": "assistant", "content": "Sure."}
         (RESPONSES_USER, "What's the weather?"),
         (CHAT_USER, "Book a table for two"),
         (PARTS_USER, "Summarise this"),
+        (ADK_USER, "Plan a trip"),
     ],
-    ids=["responses", "chat", "parts"],
+    ids=["responses", "chat", "parts", "adk"],
 )
 async def test_an_empty_first_user_message_comes_from_the_context(store, item, text):
     """A save without first_user_message shows its context's first user message in the catalog."""

@@ -19,83 +19,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _adk_services import (
+    APP,
+    TURNSTORE,
+    event,
+    opened,
+    reload,
+    services,
+    texts,
+)
 
 import turnstore
 from conftest import POSTGRES_URL, postgres_connection, require_postgres
 
 pytestmark = pytest.mark.peers
 
-APP = "app"
-TURNSTORE = ["turnstore-sqlite", "turnstore-postgres"]
-RUNNER = Path(__file__).with_name("_adk_runner.py")
-
-
-def services(*adk: str, xfail: tuple[str, ...] = ()) -> Any:
-    """Run a test on the named ADK services, then on turnstore's on both backends."""
-    params = [pytest.param(name, id=name) for name in adk]
-    params += [
-        pytest.param(name, id=name, marks=pytest.mark.xfail(strict=True, reason="ADK's own"))
-        for name in xfail
-    ]
-    params += [pytest.param(name, id=name) for name in TURNSTORE]
-    return pytest.mark.parametrize("service", params, indirect=True)
-
 
 @pytest.fixture
 async def service(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    name = request.param
-    if name == "adk-inmemory":
-        from google.adk.sessions import InMemorySessionService
-
-        yield InMemorySessionService()
-        return
-    if name == "adk-database":
-        from google.adk.sessions import DatabaseSessionService
-
-        database = DatabaseSessionService(f"sqlite+aiosqlite:///{tmp_path / 'adk.db'}")
-        yield database
-        await database.close()
-        return
-    from turnstore.integrations.adk import TurnstoreSessionService
-
-    if name == "turnstore-sqlite":
-        ours = TurnstoreSessionService(str(tmp_path / "turnstore.sqlite3"))
-        yield ours
-        await ours.close()
-        return
-    require_postgres()
-    schema = f"test_{uuid.uuid4().hex}"
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    ours = TurnstoreSessionService(f"{POSTGRES_URL}{separator}schema={schema}")
-    yield ours
-    await ours.close()
-    with postgres_connection() as connection:
-        connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    async with opened(request.param, tmp_path) as chosen:
+        yield chosen
 
 
-def event(text: str = "", *, delta: dict[str, Any] | None = None, at: float | None = None) -> Any:
-    from google.adk.events.event import Event, EventActions
-    from google.genai import types
-
-    fields: dict[str, Any] = {
-        "invocation_id": "inv",
-        "author": "user",
-        "actions": EventActions(state_delta=delta or {}),
-        "content": types.Content(role="user", parts=[types.Part(text=text)]),
-    }
-    if at is not None:
-        fields["timestamp"] = at
-    return Event(**fields)
-
-
-def texts(session: Any) -> list[str]:
-    return [e.content.parts[0].text for e in session.events]
-
-
-async def reload(service: Any, session: Any, config: Any = None) -> Any:
-    return await service.get_session(
-        app_name=session.app_name, user_id=session.user_id, session_id=session.id, config=config
-    )
+RUNNER = Path(__file__).with_name("_adk_runner.py")
 
 
 # --- sessions ------------------------------------------------------------------------------
@@ -134,6 +80,24 @@ async def test_a_generated_id_and_a_duplicate_id(service: Any) -> None:
     # The same id under another user is another session.
     other = await service.create_session(app_name=APP, user_id="v", session_id="dup")
     assert other.state == {}
+
+
+@services("adk-inmemory", "adk-sqlite")
+async def test_padded_session_id_reads_and_deletes(service: Any) -> None:
+    """create, get and delete strip a session id alike, as ADK's in-memory and SQLite services
+    do (its `DatabaseSessionService` strips none of them)."""
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+
+    created = await service.create_session(app_name=APP, user_id="u", session_id="  pad \n")
+    assert created.id == "pad"
+    for asked in ("pad", "  pad \n", " pad"):
+        got = await service.get_session(app_name=APP, user_id="u", session_id=asked)
+        assert got is not None
+        assert got.id == "pad"
+    with pytest.raises(AlreadyExistsError):
+        await service.create_session(app_name=APP, user_id="u", session_id=" pad")
+    await service.delete_session(app_name=APP, user_id="u", session_id=" pad ")
+    assert await service.get_session(app_name=APP, user_id="u", session_id="pad") is None
 
 
 @services("adk-database")

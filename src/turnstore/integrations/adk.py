@@ -11,12 +11,15 @@ state is one middleware state value (scope: the session's id, so it is deleted w
 session); `app:` state is one value per key in the scope `adk-app/<app>`, `user:` state in
 `adk-user/<app>/<user>`; `temp:` keys are never stored. An event and every state change it
 carries commit together, and only while the session is still at the sequence the caller's
-`Session` was read at: a superseded session gets `StaleSessionError`, decided by the store's
-per-session sequence, never by timestamps.
+`Session` was read at, in the incarnation it was read from: a superseded session, or one
+deleted and created again, gets `StaleSessionError`, decided by the store's per-session sequence
+and the incarnation's token, never by timestamps. An event id is stored once per session.
+State values are made JSON as ADK's `DatabaseSessionService` makes them (`_adk_storage`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
@@ -35,9 +38,11 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
-from turnstore import Store, open
+from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound, StorageError
+from turnstore.integrations import _adk_storage as storage
 from turnstore.records import SessionCursor, SessionPageRequest
+from turnstore.seam import Shared, borrow
 
 PREFIX = "adk/"
 """Every ADK session's turnstore id starts with this."""
@@ -47,6 +52,11 @@ PAGE = 200
 """Sessions or events read at a time."""
 READ_TRIES = 10
 """Reads of a session that keeps changing under a reader before it gives up."""
+STALE = (
+    "The session has been modified in storage since it was loaded. Please reload the session"
+    " before appending more events."
+)
+"""ADK's own message for a stale session."""
 
 
 def _escape(part: str) -> str:
@@ -70,25 +80,84 @@ def _user_scope(app_name: str, user_id: str) -> str:
     return f"adk-user/{_escape(app_name)}/{_escape(user_id)}"
 
 
-def _marker(sequence: int) -> str:
-    return str(sequence)
+def _marker(record: dict[str, Any], sequence: int) -> str:
+    """A `Session`'s storage marker: the incarnation it was read from and its sequence."""
+    return f"{record.get('incarnation', '')}:{sequence}"
+
+
+def _read_marker(marker: str) -> tuple[str, int]:
+    """The incarnation and the sequence a marker names."""
+    incarnation, _, sequence = marker.rpartition(":")
+    try:
+        return incarnation, int(sequence)
+    except ValueError:
+        raise InvalidInput(f"session marker {marker!r} is not turnstore's") from None
+
+
+def _json_safe(state: dict[str, Any], what: str) -> dict[str, dict[str, Any]]:
+    """The app, user and session parts of `state`, made JSON as ADK's database service does.
+
+    What it cannot make JSON (bytes that are not UTF-8, a key that is not UTF-8, a circular
+    or too deep value) it refuses, and so does this: `InvalidInput`, a `ValueError` as ADK's.
+    """
+    try:
+        return _session_util.extract_json_safe_state_delta(state)
+    except ValueError as error:
+        raise InvalidInput(f"{what} holds a value ADK cannot store as JSON: {error}") from error
+
+
+def _scope_writes(app_name: str, user_id: str, deltas: dict[str, dict[str, Any]]) -> list[Any]:
+    """The middleware state writes of the app's and the user's part of a delta."""
+    return [
+        (scope, storage.stored_key(key), storage.stored(value))
+        for scope, part in ((_app_scope(app_name), "app"), (_user_scope(app_name, user_id), "user"))
+        for key, value in deltas[part].items()
+    ]
+
+
+def _event(item: dict[str, Any]) -> Event:
+    """A stored event as ADK's `Event`."""
+    return Event.model_validate(storage.loaded(item))
+
+
+def _check_current(
+    stored: dict[str, Any] | None, session: Session, incarnation: str | None, expected: int
+) -> None:
+    """Refuse a session that is gone, superseded, or read from another incarnation of its id."""
+    if stored is None:
+        raise SessionNotFoundError(f"Session {session.id} not found.")
+    if stored["sequence"] != expected or incarnation not in (None, stored.get("incarnation", "")):
+        raise StaleSessionError(STALE)
+
+
+def _next_record(
+    stored: dict[str, Any], delta: dict[str, Any], timestamp: float, sequence: int
+) -> dict[str, Any]:
+    """The session's record after an append: the stored state with the event's delta.
+
+    Changes made to `session.state` directly are not stored, as in ADK's own services.
+    """
+    own = dict(storage.loaded(stored["state"]))
+    own.update(delta)
+    state = storage.stored(own, 1)
+    return {**stored, "state": state, "last_update_time": timestamp, "sequence": sequence}
 
 
 class TurnstoreSessionService(BaseSessionService):
     """An ADK `BaseSessionService` on turnstore (SQLite or PostgreSQL).
 
-    `store` is an open async `turnstore.Store`, or a store URL that this service opens and
-    `close()` closes.
+    `store` is an open `turnstore.Store` (or `BlockingStore`) whose connections the service
+    shares and leaves open, or a store URL that this service opens and `close()` closes.
+    `service.store` is the service's async face on that store.
     """
 
-    def __init__(self, store: Store | str | os.PathLike[str]) -> None:
-        self._owns_store = not isinstance(store, Store)
-        self.store = store if isinstance(store, Store) else open(store)
+    def __init__(self, store: Store | BlockingStore | str | os.PathLike[str]) -> None:
+        self._shared: Shared = borrow(store)
+        self.store: Store = self._shared.store
 
     async def close(self) -> None:
-        """Close the store if this service opened it from a URL."""
-        if self._owns_store:
-            await self.store.close()
+        """Release the service's threads, and the store's connections if it opened them."""
+        await self._shared.aclose()
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -102,15 +171,18 @@ class TurnstoreSessionService(BaseSessionService):
     ) -> Session:
         """Create a session with its initial state in one commit; `AlreadyExistsError` if taken."""
         session_id = (session_id or "").strip() or str(uuid.uuid4())
-        deltas = _session_util.extract_state_delta(state or {})
+        deltas = _json_safe(state or {}, "state")
         now = time.time()
         tid = turnstore_id(app_name, user_id, session_id)
-        record = {"state": deltas["session"], "last_update_time": now, "sequence": 1}
-        writes = [(tid, SESSION_KEY, record)]
-        writes += [(_app_scope(app_name), key, value) for key, value in deltas["app"].items()]
-        writes += [
-            (_user_scope(app_name, user_id), key, value) for key, value in deltas["user"].items()
-        ]
+        record = {
+            "state": storage.stored(deltas["session"], 1),
+            "last_update_time": now,
+            "sequence": 1,
+            # A session deleted and created again is another incarnation: a `Session` read
+            # from the old one must not write to the new one at an equal sequence.
+            "incarnation": uuid.uuid4().hex,
+        }
+        writes = [(tid, SESSION_KEY, record), *_scope_writes(app_name, user_id, deltas)]
         try:
             sequence = await self.store.append_context(tid, [], user_id, 0, writes)
         except SequenceConflict:
@@ -122,7 +194,7 @@ class TurnstoreSessionService(BaseSessionService):
             state=await self._merged(app_name, user_id, deltas["session"]),
             last_update_time=now,
         )
-        session._storage_update_marker = _marker(sequence)
+        session._storage_update_marker = _marker(record, sequence)
         return session
 
     async def get_session(
@@ -134,6 +206,7 @@ class TurnstoreSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session with its merged state and its events, as `config` narrows them."""
+        session_id = session_id.strip() if session_id else session_id
         tid = turnstore_id(app_name, user_id, session_id)
         read = await self._read(tid, config)
         if read is None:
@@ -143,11 +216,11 @@ class TurnstoreSessionService(BaseSessionService):
             id=session_id,
             app_name=app_name,
             user_id=user_id,
-            state=await self._merged(app_name, user_id, record["state"]),
+            state=await self._merged(app_name, user_id, storage.loaded(record["state"])),
             events=events,
             last_update_time=record["last_update_time"],
         )
-        session._storage_update_marker = _marker(sequence)
+        session._storage_update_marker = _marker(record, sequence)
         return session
 
     async def _read(
@@ -180,7 +253,7 @@ class TurnstoreSessionService(BaseSessionService):
             return [], window.sequence
         if not after:
             window = await self.store.context_window(tid, None, limit)
-            return [Event.model_validate(item) for item in window.items], window.sequence
+            return [_event(item) for item in window.items], window.sequence
         kept: list[Event] = []
         before: int | None = None
         sequence: int | None = None
@@ -196,7 +269,7 @@ class TurnstoreSessionService(BaseSessionService):
                 kept, before, sequence = [], None, None
                 continue
             for item in reversed(window.items):
-                event = Event.model_validate(item)
+                event = _event(item)
                 if event.timestamp < after or (limit is not None and len(kept) == limit):
                     return kept[::-1], sequence
                 kept.append(event)
@@ -222,7 +295,7 @@ class TurnstoreSessionService(BaseSessionService):
             (State.USER_PREFIX, _user_scope(app_name, user_id)),
         ):
             if scope not in scopes:
-                scopes[scope] = await self.store.load_state_scope(scope)
+                scopes[scope] = storage.loaded_scope(await self.store.load_state_scope(scope))
             merged.update({prefix + key: value for key, value in scopes[scope].items()})
         return merged
 
@@ -296,89 +369,84 @@ class TurnstoreSessionService(BaseSessionService):
             id=session_id,
             app_name=app_name,
             user_id=user_id,
-            state=await self._merged(app_name, user_id, record["state"], scopes),
+            state=await self._merged(app_name, user_id, storage.loaded(record["state"]), scopes),
             last_update_time=record["last_update_time"],
         )
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete the session, its events, its own state and its forks; a missing one is fine."""
+        session_id = session_id.strip() if session_id else session_id
         await self.store.delete_sessions([turnstore_id(app_name, user_id, session_id)])
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without the `user:` prefix."""
-        return await self.store.load_state_scope(_user_scope(app_name, user_id))
+        return storage.loaded_scope(
+            await self.store.load_state_scope(_user_scope(app_name, user_id))
+        )
 
     # --- events -------------------------------------------------------------------------------
 
     async def append_event(self, session: Session, event: Event) -> Event:
         """Store the event and its state changes in one commit, then apply them to `session`.
 
-        `StaleSessionError` when the stored session moved on since `session` was read;
-        `SessionNotFoundError` when it is not stored (any more).
+        `StaleSessionError` when the stored session moved on since `session` was read, or is
+        another incarnation of its id; `SessionNotFoundError` when it is not stored (any
+        more); `AlreadyExistsError`, changing nothing, when the session holds the event's id.
         """
         if event.partial:
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
+        deltas = _json_safe(event.actions.state_delta or {}, "state_delta")
+        item = storage.stored(event.model_dump(mode="json", exclude_none=True))
         tid = turnstore_id(session.app_name, session.user_id, session.id)
-        expected = await self._expected_sequence(tid, session)
-        deltas = _session_util.extract_state_delta(event.actions.state_delta or {})
-        # The stored state plus the event's delta: changes made to `session.state` directly
-        # are not stored, as in ADK's own services. The append below commits only at
-        # `expected`, so the record read here is the one it replaces.
-        stored = await self.store.load_state(tid, SESSION_KEY)
-        if stored is None:
-            raise SessionNotFoundError(f"Session {session.id} not found.")
-        if stored["sequence"] != expected:
-            raise StaleSessionError(
-                "The session has been modified in storage since it was loaded. Please reload"
-                " the session before appending more events."
-            )
-        own = dict(stored["state"])
-        own.update(deltas["session"])
-        record = {"state": own, "last_update_time": event.timestamp, "sequence": expected + 1}
-        writes: list[tuple[str, str, Any]] = [(tid, SESSION_KEY, record)]
-        writes += [
-            (_app_scope(session.app_name), key, value) for key, value in deltas["app"].items()
+        incarnation, expected = await self._expected(tid, session)
+        # The append below commits only at `expected`: the record read here is the one it
+        # replaces, and no write stored the event's id since it was looked up.
+        known, stored = await asyncio.to_thread(self._looked_up, tid, event.id)
+        _check_current(stored, session, incarnation, expected)
+        if known is not None:
+            raise AlreadyExistsError(f"Event {event.id} already exists in session {session.id}.")
+        record = _next_record(stored, deltas["session"], event.timestamp, expected + 1)
+        # The event's id, with the sequence that stored it: a re-delivery is refused above.
+        writes: list[Any] = [
+            (tid, SESSION_KEY, record),
+            (tid, storage.event_key(event.id), expected + 1),
         ]
-        writes += [
-            (_user_scope(session.app_name, session.user_id), key, value)
-            for key, value in deltas["user"].items()
-        ]
-        item = event.model_dump(mode="json", exclude_none=True)
+        writes += _scope_writes(session.app_name, session.user_id, deltas)
         try:
             sequence = await self.store.append_context(tid, [item], None, expected, writes)
         except SequenceConflict:
-            raise StaleSessionError(
-                "The session has been modified in storage since it was loaded. Please reload"
-                " the session before appending more events."
-            ) from None
+            raise StaleSessionError(STALE) from None
         except SessionNotFound:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
-        session._storage_update_marker = _marker(sequence)
+        session._storage_update_marker = _marker(record, sequence)
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
 
-    async def _expected_sequence(self, tid: str, session: Session) -> int:
-        """The sequence `session` was read at: its marker, or for a session built by hand
-        the stored one if its newest event is the session's newest (else it is stale)."""
+    def _looked_up(self, tid: str, event_id: str) -> tuple[Any, Any]:
+        """The stored entry of an event id and the session's record: two reads, one hop off
+        the event loop (the blocking face reads in the calling thread)."""
+        blocking = self._shared.blocking
+        return blocking.load_state(tid, storage.event_key(event_id)), blocking.load_state(
+            tid, SESSION_KEY
+        )
+
+    async def _expected(self, tid: str, session: Session) -> tuple[str | None, int]:
+        """The incarnation and the sequence `session` was read at, from its marker; for a
+        session built by hand, any incarnation at the stored sequence if its newest event is
+        the session's newest (else it is stale)."""
         marker = session._storage_update_marker
         if marker is not None:
-            try:
-                return int(marker)
-            except ValueError:
-                raise InvalidInput(f"session marker {marker!r} is not turnstore's") from None
+            return _read_marker(marker)
         window = await self.store.context_window(tid, None, 1)
         if window.sequence == 0:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        stored = window.items[-1].get("id") if window.items else None
+        stored = storage.loaded(window.items[-1]).get("id") if window.items else None
         mine = session.events[-1].id if session.events else None
         if stored != mine:
-            raise StaleSessionError(
-                "The session has been modified in storage since it was loaded. Please reload"
-                " the session before appending more events."
-            )
-        return window.sequence
+            raise StaleSessionError(STALE)
+        return None, window.sequence
 
 
 class SessionsPage(ListSessionsResponse):

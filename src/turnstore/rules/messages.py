@@ -93,10 +93,14 @@ def _part_text(part: Any) -> str:
 def user_text(message: Any) -> str | None:
     """The text of a user message, or None for anything that is not one.
 
-    A user message is a JSON object with `"role": "user"`. Its text is the join of its `parts`
-    (`{"kind": "text", "content": …}`) when it has a list of them, else its `content`: a string,
-    or a list of parts (`{"type": "input_text", "text": …}`, `{"type": "text", "text": …}`).
+    A user message is a JSON object with `"role": "user"`, or one with no role whose `content`
+    is one (an ADK event: `{"author": …, "content": {"role": "user", "parts": […]}}`). Its text
+    is the join of its `parts` (`{"kind": "text", "content": …}`, `{"text": …}`) when it has a
+    list of them, else its `content`: a string, or a list of parts (`{"type": "input_text",
+    "text": …}`, `{"type": "text", "text": …}`).
     """
+    if isinstance(message, dict) and "role" not in message:
+        message = message.get("content")
     if not isinstance(message, dict) or message.get("role") != "user":
         return None
     parts = message.get("parts")

@@ -1,0 +1,100 @@
+"""Internal: ADK's JSON as the ADK service stores it, so every value ADK stores comes back.
+
+ADK's `DatabaseSessionService` writes state and events with Python's `json` module, which also
+holds what strict JSON cannot: NaN and infinities, integers beyond 64 bits, lone surrogates.
+turnstore stores strict JSON, so such a value (and a value nested deeper than `PLAIN_DEPTH`)
+is stored as its `json.dumps` text under the single key `WRAPPED`, and read back with
+`json.loads`, as ADK reads it. Plain values, nearly all of them, are stored as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+WRAPPED = "adk-json"
+"""The one key of an object that holds a value as its JSON text."""
+KEY_ESCAPE = "adk-key:"
+"""Starts an app or user state key stored as JSON text (a key that holds NUL, say)."""
+EVENT_KEY = "adk-event/"
+"""Starts the middleware state key that records one stored event id in its session's scope."""
+PLAIN_DEPTH = 32
+"""Deepest nesting stored as plain JSON; deeper values are stored as text (the store allows 64)."""
+_LOW, _HIGH = -(2**63), 2**64 - 1
+
+
+def _text(value: str) -> bool:
+    if value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def plain(value: object, depth: int = 0) -> bool:
+    """Whether strict JSON holds `value` exactly (nested at most `PLAIN_DEPTH` levels)."""
+    kind = type(value)
+    if kind is str:
+        return _text(value)  # type: ignore[arg-type]
+    if value is None or kind is bool:
+        return True
+    if kind is int:
+        return _LOW <= value <= _HIGH  # type: ignore[operator]
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if depth >= PLAIN_DEPTH:
+        return False
+    if kind is dict:
+        return all(
+            type(key) is str and _text(key) and plain(item, depth + 1)
+            for key, item in value.items()  # type: ignore[attr-defined]
+        )
+    if kind is list:
+        return all(plain(item, depth + 1) for item in value)  # type: ignore[attr-defined]
+    return False
+
+
+def _wrapped(value: object) -> bool:
+    return type(value) is dict and len(value) == 1 and type(value.get(WRAPPED)) is str
+
+
+def stored(value: Any, depth: int = 0) -> Any:
+    """`value` as stored at `depth` in a stored record: itself if plain, else its JSON text.
+
+    A plain object that looks wrapped is wrapped too, so it reads back as itself.
+    """
+    if plain(value, depth) and not _wrapped(value):
+        return value
+    return {WRAPPED: json.dumps(value)}
+
+
+def loaded(value: Any) -> Any:
+    """A value as it was before `stored`."""
+    return json.loads(value[WRAPPED]) if _wrapped(value) else value
+
+
+def stored_key(key: str) -> str:
+    """An app or user state key as a middleware state key (which cannot hold NUL)."""
+    if "\x00" in key or key.startswith(KEY_ESCAPE):
+        return KEY_ESCAPE + json.dumps(key)
+    return key
+
+
+def loaded_key(key: str) -> str:
+    """A state key as it was before `stored_key`."""
+    return str(json.loads(key[len(KEY_ESCAPE) :])) if key.startswith(KEY_ESCAPE) else key
+
+
+def loaded_scope(values: dict[str, Any]) -> dict[str, Any]:
+    """A scope of app or user state, keys and values as they were before they were stored."""
+    return {loaded_key(key): loaded(value) for key, value in values.items()}
+
+
+def event_key(event_id: str) -> str:
+    """The middleware state key that records a stored event id (hashed: an id may hold NUL)."""
+    digest = hashlib.sha256(event_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return EVENT_KEY + digest
