@@ -60,6 +60,17 @@ def _redact(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def _unspellable(url: str) -> str | None:
+    """Why libpq cannot take the URL as text (a NUL would cut it short), or None."""
+    if "\0" in url:
+        return "it contains a NUL character, which would cut it short"
+    try:
+        url.encode()
+    except UnicodeEncodeError as error:
+        return f"it is not valid Unicode text (a lone surrogate at position {error.start})"
+    return None
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class PostgresOptions:
     """Where and how to connect, parsed from a `postgresql://` URL; its repr shows no secret."""
@@ -77,8 +88,10 @@ class PostgresOptions:
 
         Every problem is a `ConfigError` whose message quotes no secret of the URL.
         """
+        problem: str | None = _unspellable(url)
+        if problem is not None:
+            raise ConfigError(f"malformed PostgreSQL URL: {problem}")
         secrets = _url_secrets(url)
-        problem: str | None = None
         try:
             parts = urlsplit(url)
         except ValueError as error:
@@ -110,6 +123,9 @@ class PostgresOptions:
             params = conninfo_to_dict(conninfo)
         except psycopg.Error as error:
             problem = str(error).strip()
+        except UnicodeDecodeError:
+            # libpq decodes `%XX` escapes to bytes; psycopg reads the values back as UTF-8.
+            problem = "a percent-encoded value is not UTF-8 once decoded"
         if problem is not None:
             raise ConfigError(f"malformed PostgreSQL URL: {_redact(problem, secrets)}")
         secrets = _spellings(
