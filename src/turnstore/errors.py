@@ -181,5 +181,6 @@ class ReadOnlyStore(TurnstoreError):
     """A write was attempted on a store opened read-only."""
 
 
-class StoreClosed(TurnstoreError):
-    """The store was closed before or during the call."""
+class StoreClosed(TurnstoreError, RuntimeError):
+    """The store was closed before or during the call (a `RuntimeError`, as closed sessions
+    of the OpenAI Agents SDK raise)."""

@@ -20,6 +20,7 @@ from turnstore.errors import (
     SessionExists,
     SessionNotFound,
     StorageError,
+    StoreClosed,
     TurnstoreError,
 )
 
@@ -89,3 +90,12 @@ def test_checkpoint_refusals_are_not_runtime_conflicts(error: type[TurnstoreErro
     assert issubclass(error, CheckpointError)
     assert not issubclass(error, RuntimeConflict)
     assert not issubclass(RuntimeConflict, CheckpointError)
+
+
+def test_a_closed_store_is_a_runtime_error() -> None:
+    """StoreClosed is also a RuntimeError, as the OpenAI Agents SDK's closed sessions raise
+    (and as InvalidInput is a ValueError), and still a TurnstoreError."""
+    with pytest.raises(RuntimeError):
+        raise StoreClosed("the store is closed")
+    assert issubclass(StoreClosed, TurnstoreError)
+    assert not issubclass(StoreClosed, CheckpointError)
