@@ -29,30 +29,9 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mappin
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    DeltaChannelHistory,
-    get_checkpoint_id,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
-
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
-from turnstore.integrations._langgraph_encoding import (
-    PREFIX,
-    CheckpointEncoding,
-    Known,
-    config_of,
-    owner_of,
-    session_id,
-    target_of,
-)
+from turnstore.integrations import requires_extra
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
@@ -63,6 +42,30 @@ from turnstore.records.langgraph import (
     WritesRequest,
 )
 from turnstore.seam import Shared, borrow
+
+with requires_extra(__name__, "LangGraph", "langgraph"):
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        DeltaChannelHistory,
+        get_checkpoint_id,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+
+    from turnstore.integrations._langgraph_encoding import (
+        PREFIX,
+        CheckpointEncoding,
+        Known,
+        config_of,
+        owner_of,
+        session_id,
+        target_of,
+    )
 
 T = TypeVar("T")
 
