@@ -32,6 +32,7 @@ from typing import Any, Self, TypeVar
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
 from turnstore.integrations import requires_extra
+from turnstore.integrations._opening import Opening
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
@@ -124,6 +125,15 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     def from_url(cls, url: str | os.PathLike[str], **options: Any) -> TurnstoreSaver:
         """A saver over the store at `url` (a SQLite path or URL, or `postgresql://…`)."""
         return cls(url, **options)
+
+    @classmethod
+    def from_conn_string(
+        cls, conn_string: str | os.PathLike[str], *, serde: SerializerProtocol | None = None
+    ) -> Opening[Self]:
+        """A saver for one block, as LangGraph's savers open theirs: `with` or `async with`
+        `TurnstoreSaver.from_conn_string(url) as saver:` opens it and closes it on leaving.
+        """
+        return Opening(lambda: cls(conn_string, serde=serde))
 
     # --- lifetime ---------------------------------------------------------------------------
 
