@@ -62,8 +62,17 @@ class TurnstoreError(Exception):
             raise TypeError(f"{type(self).__name__} has no attributes {sorted(attributes)}")
 
     def __reduce__(self) -> tuple[type[TurnstoreError], tuple[str], dict[str, object]]:
-        # Keep errors picklable (for process pools) with their attributes.
+        # Keep errors picklable (for process pools) with their attributes and notes.
         return (type(self), (self.message,), dict(self.__dict__))
+
+    def __repr__(self) -> str:
+        """The class, the message and every attribute that is set, as a constructor call."""
+        named = (
+            f", {name}={value!r}"
+            for name in _attribute_names(type(self))
+            if (value := getattr(self, name)) is not None
+        )
+        return f"{type(self).__name__}({self.message!r}{''.join(named)})"
 
 
 class CheckpointError(TurnstoreError):
@@ -97,11 +106,25 @@ class SessionNotFound(NotFound):
 
 
 class SequenceConflict(CheckpointError):
-    """The sequence did not advance: `attempted` is not above the `stored` one."""
+    """The sequence did not advance: `attempted` is not above the `stored` one.
+
+    `str(error)` is the contract's message; the exception's notes (PEP 678, printed with a
+    traceback) name the session and both sequences, then the `hint` the raiser gave.
+    """
 
     session_id: str | None
     stored: int | None
     attempted: int | None
+
+    def __init__(self, message: str, *, hint: str | None = None, **attributes: Any) -> None:
+        super().__init__(message, **attributes)
+        if self.session_id is not None and self.stored is not None:
+            self.add_note(
+                f"session {self.session_id!r} is at stored sequence {self.stored}; "
+                f"this call gave sequence {self.attempted}"
+            )
+        if hint is not None:
+            self.add_note(f"hint: {hint}")
 
 
 class SessionExists(CheckpointError):
@@ -181,5 +204,6 @@ class ReadOnlyStore(TurnstoreError):
     """A write was attempted on a store opened read-only."""
 
 
-class StoreClosed(TurnstoreError):
-    """The store was closed before or during the call."""
+class StoreClosed(TurnstoreError, RuntimeError):
+    """The store was closed before or during the call (a `RuntimeError`, as closed sessions
+    of the OpenAI Agents SDK raise)."""

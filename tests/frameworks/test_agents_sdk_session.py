@@ -134,6 +134,35 @@ async def test_a_closed_session_refuses_every_call(store_url: str) -> None:
             await call
 
 
+async def test_a_closed_session_raises_a_runtime_error_as_the_sdks_own(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Code written for the SDK's `SQLiteSession` catches `RuntimeError` after `close()`:
+    it catches ours too, on every call."""
+    from agents import SQLiteSession
+
+    theirs = SQLiteSession("closing", str(tmp_path / "sdk.sqlite3"))
+    ours = TurnstoreSession("closing", store_url)
+    item = {"role": "user", "content": "x"}
+    for session in (theirs, ours):
+        await session.add_items([item])
+        session.close()
+        calls = (
+            session.get_items(),
+            session.add_items([item]),
+            session.add_items([]),
+            session.pop_item(),
+            session.clear_session(),
+        )
+        caught = []
+        for call in calls:
+            try:
+                await call
+            except RuntimeError as error:
+                caught.append(error)
+        assert len(caught) == len(calls), type(session).__name__
+
+
 async def test_a_shared_store_stays_open_after_a_session_closes(store_url: str) -> None:
     async with turnstore.open(store_url) as store:
         session = TurnstoreSession("shared", store)

@@ -6,6 +6,7 @@ version 1). These rules are about the SQLite file, so they run on SQLite only.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import stat
 import subprocess
@@ -190,3 +191,20 @@ def test_opening_a_second_store_keeps_the_first_ones_file_locks(store_url: str) 
             assert first.load("a") == Checkpoint(session_id="a", sequence=1)
     assert sqlite_value(Path(store_url), "PRAGMA integrity_check") == "ok"
     assert sqlite_value(Path(store_url), "PRAGMA journal_mode") == "wal"
+
+
+def test_create_dirs_makes_private_folders_whatever_the_umask(tmp_path: Path) -> None:
+    """Folders `create_dirs=True` makes are 0700 like the file's 0600, even under umask 000;
+    a folder that already existed keeps its mode."""
+    tmp_path.chmod(0o755)
+    path = tmp_path / "a" / "b" / "store.sqlite3"
+    previous = os.umask(0)
+    try:
+        with turnstore.open_blocking(path, create_dirs=True) as opened:
+            opened.save(Checkpoint.empty("session"))
+    finally:
+        os.umask(previous)
+    assert file_mode(tmp_path / "a") == 0o700
+    assert file_mode(tmp_path / "a" / "b") == 0o700
+    assert file_mode(path) == 0o600
+    assert file_mode(tmp_path) == 0o755

@@ -20,6 +20,7 @@ from turnstore.errors import (
     SessionExists,
     SessionNotFound,
     StorageError,
+    StoreClosed,
     TurnstoreError,
 )
 
@@ -89,3 +90,36 @@ def test_checkpoint_refusals_are_not_runtime_conflicts(error: type[TurnstoreErro
     assert issubclass(error, CheckpointError)
     assert not issubclass(error, RuntimeConflict)
     assert not issubclass(RuntimeConflict, CheckpointError)
+
+
+def test_a_closed_store_is_a_runtime_error() -> None:
+    """StoreClosed is also a RuntimeError, as the OpenAI Agents SDK's closed sessions raise
+    (and as InvalidInput is a ValueError), and still a TurnstoreError."""
+    with pytest.raises(RuntimeError):
+        raise StoreClosed("the store is closed")
+    assert issubclass(StoreClosed, TurnstoreError)
+    assert not issubclass(StoreClosed, CheckpointError)
+
+
+def test_repr_shows_the_attributes_that_are_set() -> None:
+    """repr is a constructor call with the message and every attribute that is not None."""
+    assert repr(SessionNotFound("no session", session_id="s")) == (
+        "SessionNotFound('no session', session_id='s')"
+    )
+    assert repr(InvalidInput("bad")) == "InvalidInput('bad')"
+    assert repr(StorageError("lost", retryable=True)) == "StorageError('lost', retryable=True)"
+
+
+def test_a_sequence_conflict_notes_its_session_sequences_and_hint() -> None:
+    """The notes name the session, both sequences, then the raiser's hint; str() is unchanged,
+    a copy through pickle keeps the notes once, and no session means no facts to note."""
+    error = SequenceConflict(
+        "checkpoint sequence did not advance", session_id="s", stored=3, attempted=2, hint="h"
+    )
+    assert str(error) == "checkpoint sequence did not advance"
+    assert error.__notes__ == [
+        "session 's' is at stored sequence 3; this call gave sequence 2",
+        "hint: h",
+    ]
+    assert pickle.loads(pickle.dumps(error)).__notes__ == error.__notes__
+    assert not hasattr(SequenceConflict("bare"), "__notes__")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from turnstore.backends.sql.engine import Engine
 from turnstore.backends.sql.versions import SCHEMA_STEPS
+from turnstore.backends.sqlite.options import check_name
 from turnstore.errors import ConfigError, SchemaError
 from turnstore.records.upkeep import MigrationReport, MigrationStep
 
@@ -64,6 +65,7 @@ def open_engine(
 
 def _local_path(text: str) -> Path:
     """The absolute path a SQLite URL or path names, with `~` expanded."""
+    check_name(text)  # before `~user` is looked up, which a NUL would break
     expanded = os.path.expanduser(text)
     if expanded.startswith("~"):
         user = expanded.split("/", 1)[0]

@@ -25,24 +25,26 @@ import time
 import uuid
 from typing import Any
 
-from google.adk.errors import StaleSessionError
-from google.adk.errors.already_exists_error import AlreadyExistsError
-from google.adk.errors.session_not_found_error import SessionNotFoundError
-from google.adk.events.event import Event
-from google.adk.sessions import _session_util
-from google.adk.sessions.base_session_service import (
-    BaseSessionService,
-    GetSessionConfig,
-    ListSessionsResponse,
-)
-from google.adk.sessions.session import Session
-from google.adk.sessions.state import State
-
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound, StorageError
 from turnstore.integrations import _adk_storage as storage
+from turnstore.integrations import requires_extra
 from turnstore.records import SessionCursor, SessionPageRequest
 from turnstore.seam import Shared, borrow
+
+with requires_extra(__name__, "Google ADK", "adk"):
+    from google.adk.errors import StaleSessionError
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events.event import Event
+    from google.adk.sessions import _session_util
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session
+    from google.adk.sessions.state import State
 
 PREFIX = "adk/"
 """Every ADK session's turnstore id starts with this."""

@@ -29,30 +29,10 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mappin
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    DeltaChannelHistory,
-    get_checkpoint_id,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
-
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
-from turnstore.integrations._langgraph_encoding import (
-    PREFIX,
-    CheckpointEncoding,
-    Known,
-    config_of,
-    owner_of,
-    session_id,
-    target_of,
-)
+from turnstore.integrations import requires_extra
+from turnstore.integrations._opening import Opening
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
@@ -63,6 +43,30 @@ from turnstore.records.langgraph import (
     WritesRequest,
 )
 from turnstore.seam import Shared, borrow
+
+with requires_extra(__name__, "LangGraph", "langgraph"):
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        DeltaChannelHistory,
+        get_checkpoint_id,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+
+    from turnstore.integrations._langgraph_encoding import (
+        PREFIX,
+        CheckpointEncoding,
+        Known,
+        config_of,
+        owner_of,
+        session_id,
+        target_of,
+    )
 
 T = TypeVar("T")
 
@@ -121,6 +125,15 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     def from_url(cls, url: str | os.PathLike[str], **options: Any) -> TurnstoreSaver:
         """A saver over the store at `url` (a SQLite path or URL, or `postgresql://…`)."""
         return cls(url, **options)
+
+    @classmethod
+    def from_conn_string(
+        cls, conn_string: str | os.PathLike[str], *, serde: SerializerProtocol | None = None
+    ) -> Opening[Self]:
+        """A saver for one block, as LangGraph's savers open theirs: `with` or `async with`
+        `TurnstoreSaver.from_conn_string(url) as saver:` opens it and closes it on leaving.
+        """
+        return Opening(lambda: cls(conn_string, serde=serde))
 
     # --- lifetime ---------------------------------------------------------------------------
 

@@ -18,15 +18,20 @@ import asyncio
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from turnstore import Store, open
 from turnstore.errors import InvalidInput, StoreClosed
+from turnstore.integrations import requires_extra
 from turnstore.seam import optional_identifier, validate_session_id
 
-if TYPE_CHECKING:
-    from agents.memory import SessionSettings
+with requires_extra(__name__, "the OpenAI Agents SDK", "openai-agents"):
     from agents.memory.session import _CompactionSnapshot
+    from agents.memory.session_settings import (
+        SessionSettings,
+        coerce_session_settings,
+        resolve_session_limit,
+    )
 
 
 _PAGE = 100
@@ -49,8 +54,6 @@ class TurnstoreSession:
         owner_id: str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
-        from agents.memory.session_settings import SessionSettings, coerce_session_settings
-
         self.session_id = validate_session_id(session_id)
         self.owner_id = optional_identifier(owner_id, "owner ID")
         self.session_settings: SessionSettings | None = (
@@ -67,8 +70,6 @@ class TurnstoreSession:
 
         As the SDK's own sessions: a limit of 0 returns nothing, a negative one everything.
         """
-        from agents.memory.session_settings import resolve_session_limit
-
         resolved = resolve_session_limit(limit, self.session_settings)
         if resolved is not None and resolved < 0:
             resolved = None
@@ -103,8 +104,6 @@ class TurnstoreSession:
         at the sequence of this read (any write in between makes it return False), and drops
         the prefix of items `prune_prefix` calls expired (EncryptedSession's TTL) with it.
         """
-        from agents.memory.session import _CompactionSnapshot
-
         window = await self.store.context_window(self.session_id, None, limit)
 
         async def replace_suffix(start: int, output: list[Any]) -> bool:

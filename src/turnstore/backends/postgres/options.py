@@ -60,6 +60,53 @@ def _redact(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def _unspellable(url: str) -> str | None:
+    """Why libpq cannot take the URL as text (a NUL would cut it short), or None."""
+    if "\0" in url:
+        return "it contains a NUL character, which would cut it short"
+    try:
+        url.encode()
+    except UnicodeEncodeError as error:
+        return f"it is not valid Unicode text (a lone surrogate at position {error.start})"
+    return None
+
+
+def _split_query(query: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """turnstore's own parameters of a URL's query, and libpq's, each name known and once."""
+    if re.search(r"%(?![0-9A-Fa-f]{2})", query):
+        # parse_qsl would keep a stray `%` as is, where libpq refuses it.
+        raise ConfigError("malformed PostgreSQL URL: invalid percent-encoding in the query")
+    pairs = parse_qsl(query, keep_blank_values=True)
+    names = [name for name, _ in pairs]
+    unknown = sorted(set(names) - {*OWN_PARAMETERS, *libpq_parameters()})
+    if unknown:
+        raise ConfigError(
+            f"unknown PostgreSQL URL parameter {', '.join(map(repr, unknown))}; "
+            f"turnstore's are {', '.join(OWN_PARAMETERS)}, and libpq's are "
+            f"{', '.join(libpq_parameters())}"
+        )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"PostgreSQL URL parameter given twice: {', '.join(repeated)}")
+    ours = {name: value for name, value in pairs if name in OWN_PARAMETERS}
+    theirs = [(name, value) for name, value in pairs if name not in OWN_PARAMETERS]
+    return ours, theirs
+
+
+def _conninfo_params(conninfo: str, secrets: tuple[str, ...]) -> dict[str, Any]:
+    """The connection parameters libpq reads from `conninfo`; what it refuses, redacted."""
+    problem: str | None = None
+    try:
+        return conninfo_to_dict(conninfo)
+    except psycopg.Error as error:
+        problem = str(error).strip()
+    except UnicodeDecodeError:
+        # libpq decodes `%XX` escapes to bytes; psycopg reads the values back as UTF-8.
+        problem = "a percent-encoded value is not UTF-8 once decoded"
+    # Raised outside the `except` blocks, so no error that could quote the URL is chained.
+    raise ConfigError(f"malformed PostgreSQL URL: {_redact(problem, secrets)}")
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class PostgresOptions:
     """Where and how to connect, parsed from a `postgresql://` URL; its repr shows no secret."""
@@ -77,8 +124,10 @@ class PostgresOptions:
 
         Every problem is a `ConfigError` whose message quotes no secret of the URL.
         """
+        problem: str | None = _unspellable(url)
+        if problem is not None:
+            raise ConfigError(f"malformed PostgreSQL URL: {problem}")
         secrets = _url_secrets(url)
-        problem: str | None = None
         try:
             parts = urlsplit(url)
         except ValueError as error:
@@ -86,32 +135,10 @@ class PostgresOptions:
         # Raised outside the `except` blocks, so no error that could quote the URL is chained.
         if problem is not None:
             raise ConfigError(f"malformed PostgreSQL URL: {_redact(problem, secrets)}")
-        if re.search(r"%(?![0-9A-Fa-f]{2})", parts.query):
-            # parse_qsl would keep a stray `%` as is, where libpq refuses it.
-            raise ConfigError("malformed PostgreSQL URL: invalid percent-encoding in the query")
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        names = [name for name, _ in pairs]
-        unknown = sorted(set(names) - {*OWN_PARAMETERS, *libpq_parameters()})
-        if unknown:
-            raise ConfigError(
-                f"unknown PostgreSQL URL parameter {', '.join(map(repr, unknown))}; "
-                f"turnstore's are {', '.join(OWN_PARAMETERS)}, and libpq's are "
-                f"{', '.join(libpq_parameters())}"
-            )
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise ConfigError(f"PostgreSQL URL parameter given twice: {', '.join(repeated)}")
-        ours = {name: value for name, value in pairs if name in OWN_PARAMETERS}
-        theirs = [(name, value) for name, value in pairs if name not in OWN_PARAMETERS]
+        ours, theirs = _split_query(parts.query)
         # quote, not quote_plus: libpq reads a `+` as itself, not as a space.
         conninfo = urlunsplit(parts._replace(query=urlencode(theirs, quote_via=quote)))
-        params: dict[str, Any] = {}
-        try:
-            params = conninfo_to_dict(conninfo)
-        except psycopg.Error as error:
-            problem = str(error).strip()
-        if problem is not None:
-            raise ConfigError(f"malformed PostgreSQL URL: {_redact(problem, secrets)}")
+        params = _conninfo_params(conninfo, secrets)
         secrets = _spellings(
             [*secrets, *(str(params[k]) for k in _secret_parameters() if params.get(k))]
         )

@@ -222,6 +222,8 @@ def _advance(
             session_id=save.session_id,
             stored=locked.latest_sequence,
             attempted=save.sequence,
+            hint="give each save a higher sequence (`checkpoint.sequence += 1` before `save`); "
+            "if another writer saved this session meanwhile, `load` it again",
         )
     stored = StoredContext(locked.context_epoch, locked.context_length, locked.context_tail)
     verify = _verifier(tx, save.session_id, save.context)

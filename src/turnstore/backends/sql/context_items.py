@@ -141,6 +141,7 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
             session_id=session_id,
             stored=row.latest_sequence,
             attempted=expected,
+            hint="another writer changed the session since it was read; read it again",
         )
     sequence, state_json = _advanced(row, session_id)
     start = row.context_length

@@ -29,6 +29,41 @@ def _stat(path: Path) -> os.stat_result | None:
         raise ConfigError(f"cannot reach {path}: permission denied") from None
 
 
+def check_name(path: str | Path) -> None:
+    """Refuse a path SQLite cannot name, before anything is created: NUL, or not UTF-8."""
+    text = os.fspath(path)
+    if "\0" in text:
+        raise ConfigError(f"the database path {text!r} contains a NUL character")
+    try:
+        # SQLite takes file names as UTF-8; a lone surrogate (an undecodable byte the file
+        # system handed back, or a stray escape) has no UTF-8 spelling.
+        text.encode()
+    except UnicodeEncodeError as error:
+        raise ConfigError(
+            f"the database path {text!r} is not valid Unicode text (a lone surrogate at "
+            f"position {error.start}); SQLite needs a file name it can spell in UTF-8"
+        ) from None
+
+
+def _make_folders(folder: Path) -> None:
+    """Create `folder` and its missing parents, each readable by its owner only.
+
+    0700 whatever the umask, like the database file's 0600: what the store creates is private.
+    A folder another process creates meanwhile is left as that process made it.
+    """
+    missing: list[Path] = []
+    while _stat(folder) is None:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        # mkdir's mode passes through the umask; chmod does not.
+        os.chmod(made, 0o700)
+
+
 def _check_folder(path: Path, *, create_dirs: bool) -> None:
     """Refuse a database whose folder is missing, unless told to create it."""
     folder = path.parent
@@ -41,7 +76,7 @@ def _check_folder(path: Path, *, create_dirs: bool) -> None:
                 "to open() to have it created"
             )
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            _make_folders(folder)
         except OSError as error:
             raise ConfigError(
                 f"cannot create the folder {folder}: {error.strerror or error}"
@@ -64,6 +99,7 @@ def prepare_path(path: Path, *, create_dirs: bool = False) -> None:
     A file or folder this process cannot write is a `ConfigError` that says to open the store
     read-only: SQLite writes the file and keeps its `-wal` and `-shm` files beside it.
     """
+    check_name(path)
     _check_folder(path, create_dirs=create_dirs)
     found = _check_file(path)
     if found is not None and not may_access(path, os.R_OK):
@@ -101,6 +137,7 @@ def prepare_path(path: Path, *, create_dirs: bool = False) -> None:
 
 def check_readable(path: Path) -> None:
     """Check that `path` is a database file this process can read, creating nothing."""
+    check_name(path)
     _check_folder(path, create_dirs=False)
     if _check_file(path) is None:
         raise StorageError(f"no database file at {path}")
