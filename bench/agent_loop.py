@@ -151,6 +151,13 @@ def peer_specs() -> list[PeerSpec]:
             tmpfs=True,
         ),
         PeerSpec(
+            "same-work-async",
+            "sqlite",
+            (),
+            lambda p, t: SameWorkPeer(f(p, t, "same-async"), events=False, hop=True),
+            tmpfs=True,
+        ),
+        PeerSpec(
             "same-work+events",
             "sqlite",
             (),

@@ -11,6 +11,7 @@ holds turnstore to the same statement counts.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import json
@@ -83,13 +84,20 @@ class _Session:
 class SameWorkPeer(Peer):
     """stdlib sqlite3 sending a turnstore save's statements and rows, one transaction a turn."""
 
-    def __init__(self, path: Path, *, events: bool) -> None:
+    def __init__(self, path: Path, *, events: bool, hop: bool = False) -> None:
         self.path = path
         self.events = events
-        self.name = "same-work+events" if events else "same-work"
+        self.hop = hop
+        self.name = ("same-work-async" if hop else "same-work") + ("+events" if events else "")
         what = "checkpoint+transcript+events+execution" if events else "checkpoint+transcript"
         self.label = f"stdlib sqlite3, turnstore's rows ({what})"
         self.note = "the rows and statements of a turnstore save, sent by stdlib sqlite3"
+        if hop:
+            self.label += " via asyncio.to_thread"
+            self.note += (
+                ", each turn's transaction in asyncio.to_thread: what an async face that runs"
+                " no transaction on the event loop's thread costs at least"
+            )
         self._sessions: dict[str, _Session] = {}
         self._checkpoints: dict[str, Checkpoint] = {}
 
@@ -112,6 +120,12 @@ class SameWorkPeer(Peer):
         return found
 
     async def save_turn(self, session: str, turn: Turn) -> None:
+        if self.hop:
+            await asyncio.to_thread(self._save, session, turn)
+        else:
+            self._save(session, turn)
+
+    def _save(self, session: str, turn: Turn) -> None:
         kept = self._session(session, turn)
         state = kept.state
         state["sequence"] += 1
