@@ -45,7 +45,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=100,
+        timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr

@@ -160,6 +160,18 @@ def check_value(value: object, what: str, *, record: bool = True) -> None:
         raise InvalidInput(f"{what} nests too deeply to store") from None
 
 
+def storable(value: object) -> bool:
+    """Whether free JSON in a record's field passes `check_value`, as that field would.
+
+    Walked as the record's walk walks the field: at the record's level, records refused.
+    """
+    try:
+        _walk(value, 0, True)
+    except (_Refused, RecursionError):
+        return False
+    return True
+
+
 def item_list(items: object, what: str) -> list[Any]:
     """`items` as a list, if it is a list, tuple or other iterable that is not text or a dict."""
     if isinstance(items, str | bytes | bytearray | dict) or not isinstance(items, Iterable):
