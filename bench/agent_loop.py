@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -45,6 +46,7 @@ from bench.peers import (
     close_all,
 )
 from bench.postgres import DEFAULT_URL, ScratchDatabase, commit_ceiling, unavailable
+from bench.same_work import SameWorkPeer
 from bench.workload import STATE_BYTES, make_turn, session_id
 
 SEED = 20_240_601
@@ -55,6 +57,10 @@ PG_ROUNDS = 3
 """Alternating rounds of one writer and PG_WRITERS writers."""
 SQLITE_ROUNDS = 3
 """Rounds of each concurrent SQLite row, each between two disk-ceiling blocks."""
+SHM = "/dev/shm"
+"""Where the tmpfs rows keep their files."""
+TMPFS = "@tmpfs"
+"""The name suffix of a peer's tmpfs twin."""
 LANGGRAPH = ("langgraph", "langgraph.checkpoint.sqlite")
 LANGGRAPH_ASYNC = (*LANGGRAPH, "aiosqlite")
 LANGGRAPH_PG = ("langgraph", "langgraph.checkpoint.postgres")
@@ -69,6 +75,8 @@ class PeerSpec:
     requires: tuple[str, ...]
     make: Callable[[Places, str], Peer]
     scaling: bool = False
+    tmpfs: bool = False
+    """Also run on tmpfs (`/dev/shm`), where an fsync costs nothing: what is left is CPU."""
 
 
 @dataclass
@@ -77,6 +85,8 @@ class Places:
 
     directory: Path
     database: ScratchDatabase | None
+    tmpfs: Path | None = None
+    """A scratch directory on /dev/shm for the tmpfs rows, when they run."""
 
     def sqlite_url(self, tag: str, name: str) -> str:
         return f"sqlite:///{self.file(tag, name)}"
@@ -103,15 +113,56 @@ def peer_specs() -> list[PeerSpec]:
     """Every peer the benchmark knows, in the order they run."""
     f = Places.file
     return [
-        PeerSpec("turnstore", "sqlite", (), lambda p, t: _ts(p.sqlite_url(t, "ts"), False), True),
         PeerSpec(
-            "turnstore+events", "sqlite", (), lambda p, t: _ts(p.sqlite_url(t, "tse"), True), True
+            "turnstore",
+            "sqlite",
+            (),
+            lambda p, t: _ts(p.sqlite_url(t, "ts"), False),
+            scaling=True,
+            tmpfs=True,
+        ),
+        PeerSpec(
+            "turnstore+events",
+            "sqlite",
+            (),
+            lambda p, t: _ts(p.sqlite_url(t, "tse"), True),
+            scaling=True,
+            tmpfs=True,
         ),
         PeerSpec(
             "turnstore-blocking",
             "sqlite",
             (),
             lambda p, t: TurnstoreBlockingPeer(p.sqlite_url(t, "tsb"), events=False),
+            tmpfs=True,
+        ),
+        PeerSpec(
+            "turnstore-blocking+events",
+            "sqlite",
+            (),
+            lambda p, t: TurnstoreBlockingPeer(p.sqlite_url(t, "tsbe"), events=True),
+            tmpfs=True,
+        ),
+        PeerSpec(
+            "same-work",
+            "sqlite",
+            (),
+            lambda p, t: SameWorkPeer(f(p, t, "same"), events=False),
+            tmpfs=True,
+        ),
+        PeerSpec(
+            "same-work-async",
+            "sqlite",
+            (),
+            lambda p, t: SameWorkPeer(f(p, t, "same-async"), events=False, hop=True),
+            tmpfs=True,
+        ),
+        PeerSpec(
+            "same-work+events",
+            "sqlite",
+            (),
+            lambda p, t: SameWorkPeer(f(p, t, "same-events"), events=True),
+            tmpfs=True,
         ),
         PeerSpec(
             "langgraph-sqlite-graph",
@@ -143,10 +194,16 @@ def peer_specs() -> list[PeerSpec]:
             "sqlite",
             ("agents",),
             lambda p, t: AgentsSessionPeer(f(p, t, "agents")),
-            True,
+            scaling=True,
+            tmpfs=True,
         ),
         PeerSpec(
-            "sqlite3-plain", "sqlite", (), lambda p, t: StdlibSqlitePeer(f(p, t, "plain")), True
+            "sqlite3-plain",
+            "sqlite",
+            (),
+            lambda p, t: StdlibSqlitePeer(f(p, t, "plain")),
+            scaling=True,
+            tmpfs=True,
         ),
         PeerSpec(
             "disk-ceiling",
@@ -222,19 +279,43 @@ def meter_for(peer: Peer, database: ScratchDatabase | None) -> ByteMeter:
     return ProcIo() if proc_io_available() else NoBytes()
 
 
-async def open_peers(specs: Sequence[PeerSpec], places: Places, tag: str) -> list[Peer]:
-    """Build and set up one fresh store per peer."""
+async def open_peers(
+    specs: Sequence[PeerSpec], places: Places, tag: str, *, tmpfs: bool = False
+) -> list[Peer]:
+    """Build and set up one fresh store per peer; with `tmpfs`, also each tmpfs twin."""
     peers: list[Peer] = []
     try:
         for spec in specs:
-            peer = spec.make(places, tag)
-            peer.meter = meter_for(peer, places.database)
-            await peer.setup()
-            peers.append(peer)
+            peers.append(await _open(spec, places, tag))
+        if tmpfs and places.tmpfs is not None:
+            shm = Places(places.tmpfs, None)
+            for spec in specs:
+                if spec.tmpfs:
+                    peers.append(await _open(spec, shm, tag, suffix=TMPFS))
     except BaseException:
         await close_all(peers)
         raise
     return peers
+
+
+async def _open(spec: PeerSpec, places: Places, tag: str, suffix: str = "") -> Peer:
+    peer = spec.make(places, tag)
+    if suffix:
+        peer.name = f"{peer.name}{suffix}"
+        peer.label = f"{peer.label}, on tmpfs"
+    peer.meter = meter_for(peer, places.database)
+    await peer.setup()
+    return peer
+
+
+@contextlib.contextmanager
+def tmpfs_directory(wanted: bool) -> Iterator[Path | None]:
+    """A scratch directory on /dev/shm, or None when not wanted or there is no such tmpfs."""
+    if not wanted or not os.access(SHM, os.W_OK):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="turnstore-bench-", dir=SHM) as scratch:
+        yield Path(scratch)
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -248,8 +329,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     pg_reason = "disabled with --no-postgres" if pg_url is None else unavailable(pg_url)
     specs, skipped = select_peers(peer_specs(), _wanted(args.peers), pg_reason)
     database = ScratchDatabase(pg_url) if pg_url and pg_reason is None else None
-    with tempfile.TemporaryDirectory(prefix="turnstore-bench-", dir=args.dir) as scratch:
-        places = Places(Path(scratch), database)
+    with (
+        tempfile.TemporaryDirectory(prefix="turnstore-bench-", dir=args.dir) as scratch,
+        tmpfs_directory(args.tmpfs) as shm,
+    ):
+        places = Places(Path(scratch), database, shm)
         try:
             doc = await _phases(args, specs, places)
         finally:
@@ -280,7 +364,7 @@ async def _phases(
     args: argparse.Namespace, specs: list[PeerSpec], places: Places
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {"rss_by_phase": {}}
-    peers = await open_peers(specs, places, "run")
+    peers = await open_peers(specs, places, "run", tmpfs=True)
     try:
         series = await phases.throughput(peers, SEED, args.sessions, args.turns)
         loads, pages = await phases.reads(peers, args.sessions, args.turns)
@@ -443,6 +527,9 @@ def _peer_table(
         table[spec.name] = {"status": "ran", "backend": spec.backend, **info.get(spec.name, {})}
     for name, reason in skipped.items():
         table[name] = {"status": "skipped", "reason": reason}
+    for name, peer in info.items():
+        if name not in table:  # a tmpfs twin
+            table[name] = {"status": "ran", "backend": "sqlite", **peer}
     return table
 
 
@@ -457,6 +544,7 @@ def _config(args: argparse.Namespace, pg_url: str | None, pg_reason: str | None)
         "smoke": args.smoke,
         "postgres": None if pg_url is None or pg_reason else _redact(pg_url),
         "postgres_skipped": pg_reason,
+        "tmpfs": args.tmpfs,
     }
 
 
@@ -522,6 +610,7 @@ def _rss_probe(args: argparse.Namespace, pg_url: str | None) -> dict[str, Any] |
             "--pg-writers",
             str(args.pg_writers),
             "--no-rss-probe",
+            "--no-tmpfs",
             "--quiet",
             "--json",
             str(out),
@@ -584,6 +673,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         dest="rss_probe",
         action="store_false",
         help="skip the turnstore-only child process that measures turnstore's own memory",
+    )
+    parser.add_argument(
+        "--no-tmpfs",
+        dest="tmpfs",
+        action="store_false",
+        help=f"skip the tmpfs rows (the same peers with their files on {SHM})",
     )
     parser.add_argument("--quiet", action="store_true", help="print nothing; use with --json")
     args = parser.parse_args(argv)

@@ -68,6 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.langgraph_round_robin import THREADS, TURNS, run_round_robin
+from bench.langgraph_round_robin import scratch as rr_scratch
 from bench.measure import ByteMeter, ProcIo, proc_io_available
 from bench.peers import _Savers, build_react_graph, compile_react_graph, delta_react_state
 from bench.postgres import DEFAULT_URL, ScratchDatabase, unavailable
@@ -541,6 +543,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for spec in chosen:
             rows.append(open_row(spec, places))
         drive(rows, steps, timing_end, args.points, meters, args.size_all, args.progress)
+        args.progress("round-robin workload")
+        round_robin = run_round_robin(
+            chosen,
+            Places(rr_scratch(scratch), None),
+            open_row,
+            SEED,
+            args.rr_threads,
+            args.rr_turns,
+        )
     finally:
         meters.close()
         for row in rows:
@@ -564,6 +575,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "bytes_measured_as": meters.described(),
         "savers": {row.spec.name: saver_doc(row, args.points) for row in rows},
         "skipped": skipped,
+        "round_robin": round_robin,
     }
     sizes = {row.size_turns for row in rows if row.size_turns is not None}
     doc["payload"] = {turns: payload_bytes(turns) for turns in sorted(sizes)}
@@ -684,6 +696,17 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
             sqlite.get("bytes_ratio"),
             why,
         )
+        if name in doc.get("round_robin", {}).get("savers", {}):
+            for baseline, bound in ((BASELINE_MEMORY, 0.9), (BASELINE_SQLITE, 1.5)):
+                measured, reference = _round_robin_ratio(doc, name, baseline)
+                add(
+                    f"{name} round-robin turns/s / {baseline}",
+                    measured,
+                    ">=",
+                    bound,
+                    reference,
+                    why,
+                )
         turns = row.get("size_turns") or doc["config"]["size_turns"]
         add(
             f"{name} store after {turns} turns / raw payload",
@@ -694,6 +717,16 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
             why,
         )
     return rows
+
+
+def _round_robin_ratio(doc: dict[str, Any], name: str, baseline: str) -> tuple[Any, Any]:
+    """A saver's round-robin turns/s over `baseline`'s, and SqliteSaver's over it."""
+    savers = doc["round_robin"]["savers"]
+    base = savers.get(baseline, {}).get("turns_per_s")
+    if not base:
+        return None, None
+    sqlite = savers.get(BASELINE_SQLITE, {}).get("turns_per_s")
+    return savers[name]["turns_per_s"] / base, sqlite / base if sqlite else None
 
 
 def environment(postgres: bool, pg_url: str | None) -> dict[str, Any]:
@@ -795,6 +828,8 @@ def render(doc: dict[str, Any]) -> str:
         "store: SQLite files after wal_checkpoint(TRUNCATE); PostgreSQL pg_total_relation_size"
         " of the saver's schema; payload = the items' compact JSON bytes",
         "",
+        _round_robin_lines(doc),
+        "",
         "Targets",
     ]
     lines.append(f"{'target':<50} {'measured':>9} {'required':>8}  verdict  SqliteSaver here")
@@ -810,6 +845,17 @@ def render(doc: dict[str, Any]) -> str:
     missing = sorted({t["why_missing"] for t in doc["targets"] if t["why_missing"]})
     lines += [f"n/a: {why}" for why in missing]
     lines.append(f"\nelapsed {doc['elapsed_s']:.0f}s")
+    return "\n".join(lines)
+
+
+def _round_robin_lines(doc: dict[str, Any]) -> str:
+    found = doc.get("round_robin") or {}
+    lines = [
+        f"Round-robin: {found.get('threads')} threads x {found.get('turns_per_thread')} turns,"
+        " default durability, turns / summed invoke time"
+    ]
+    for row in found.get("savers", {}).values():
+        lines.append(f"{row['label']:<30} {_num(row['turns_per_s']):>10} turns/s")
     return "\n".join(lines)
 
 
@@ -852,8 +898,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks, not numbers")
     args = parser.parse_args(argv)
+    args.rr_threads, args.rr_turns = THREADS, TURNS
     if args.smoke:
         args.points, args.window, args.size_turns = [3, 6], 1, 10
+        args.rr_threads, args.rr_turns = 2, 3
     args.progress = (lambda _: None) if args.quiet else (lambda m: print(m, file=sys.stderr))
     return args
 

@@ -157,7 +157,7 @@ class TurnstoreBlockingPeer(TurnstorePeer):
 
     def __init__(self, url: str, *, events: bool) -> None:
         super().__init__(url, events=events)
-        self.name = f"{self.name}-blocking"
+        self.name = "turnstore-blocking+events" if events else "turnstore-blocking"
         self.label = f"{self.label}, blocking"
 
     async def setup(self) -> None:

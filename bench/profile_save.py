@@ -23,10 +23,12 @@ from bench.workload import make_turn
 from turnstore import BlockingStore, Checkpoint
 
 
-def main(url: str | None, events: bool, sessions: int = 20, turns: int = 150) -> None:
+def main(
+    url: str | None, events: bool, sessions: int = 20, turns: int = 150, where: str | None = None
+) -> None:
     """Save `sessions` x `turns` growing checkpoints one after another."""
     if url is None:
-        path = Path(tempfile.mkdtemp(prefix="turnstore-profile-")) / "profile.sqlite3"
+        path = Path(tempfile.mkdtemp(prefix="turnstore-profile-", dir=where)) / "profile.sqlite3"
         _run(str(path), events, sessions, turns)
         return
     database = ScratchDatabase(url)
@@ -65,5 +67,6 @@ if __name__ == "__main__":
     parser.add_argument("--url", help="a PostgreSQL URL (default: a temporary SQLite file)")
     parser.add_argument("--events", action="store_true", help="journal each turn's events too")
     parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--dir", help="where the SQLite file goes (/dev/shm: CPU only)")
     args = parser.parse_args()
-    main(args.url, args.events, turns=args.turns)
+    main(args.url, args.events, turns=args.turns, where=args.dir)

@@ -104,6 +104,9 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         *_sequential_targets(doc),
         *_second_round_targets(doc),
+        *_cpu_targets(doc),
+        *_hop_ceilings(doc),
+        *_third_round_targets(doc),
         *_concurrency_targets(doc),
         *_scaling_targets(doc),
         *_memory_targets(doc),
@@ -166,6 +169,93 @@ def _second_round_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 op,
                 required,
                 f"{show(top)} vs {show(bottom)}{unit}",
+            )
+        )
+    return out
+
+
+CPU = (
+    # (ours, the same-work row it is held to, required ratio to sqlite3-plain), all on tmpfs.
+    ("turnstore-blocking", "same-work", 0.6),
+    ("turnstore", "same-work", 0.5),
+    ("turnstore-blocking+events", "same-work+events", 0.35),
+    ("turnstore+events", "same-work+events", 0.3),
+)
+SAME_WORK_SHARE = 0.85
+"""Where the same-work row is below a CPU ratio, ours must reach this share of its rate."""
+TMPFS = "@tmpfs"
+
+
+def _cpu_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Turns/s on tmpfs against `sqlite3-plain`, or against the same-work row it falls below.
+
+    The contract writes more rows than `sqlite3-plain`: their SQL is not held against us, only
+    our Python above it.
+    """
+    out = []
+    plain = _get(doc, "throughput", f"sqlite3-plain{TMPFS}", "turns_per_s")
+    for ours, same, required in CPU:
+        top = _get(doc, "throughput", f"{ours}{TMPFS}", "turns_per_s")
+        reference = _get(doc, "throughput", f"{same}{TMPFS}", "turns_per_s")
+        same_ratio = _ratio(reference, plain)
+        name = f"tmpfs turns/s: {ours} / sqlite3-plain"
+        detail = f"{_num(top)} vs {_num(plain)} turns/s; {same} {_num(reference)}"
+        if same_ratio is not None and same_ratio < required:
+            name = f"tmpfs turns/s: {ours} / {same} (itself {same_ratio:.2f}x sqlite3-plain)"
+            out.append(_target(name, _ratio(top, reference), ">=", SAME_WORK_SHARE, detail))
+        else:
+            out.append(_target(name, _ratio(top, plain), ">=", required, detail))
+    return out
+
+
+HOP_CEILING = (
+    # (ours, the ceiling row, theirs, required): targets an async face must meet with a hop.
+    ("turnstore", "same-work-async", "agents-sqlitesession", 1.5),
+)
+
+
+def _hop_ceilings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The async tmpfs target beside what turnstore's SQL plus one thread hop reaches."""
+    out = []
+    for ours, ceiling, theirs, required in HOP_CEILING:
+        top = _get(doc, "throughput", f"{ours}{TMPFS}", "turns_per_s")
+        bound = _get(doc, "throughput", f"{ceiling}{TMPFS}", "turns_per_s")
+        bottom = _get(doc, "throughput", f"{theirs}{TMPFS}", "turns_per_s")
+        out.append(
+            _target(
+                f"tmpfs turns/s: {ours} / {theirs}",
+                _ratio(top, bottom),
+                ">=",
+                required,
+                f"{_num(top)} vs {_num(bottom)} turns/s; {ceiling} {_num(bound)}",
+                # The same ratio for turnstore's rows sent by stdlib sqlite3 through one hop.
+                ceiling_bound=_ratio(bound, bottom),
+            )
+        )
+    return out
+
+
+THIRD_ROUND = (
+    # (ours, theirs, required): turns/s ratios of the third round beside the CPU ones.
+    ("turnstore", "agents-sqlitesession", 1.2),
+    ("turnstore+events", "turnstore", 0.75),
+    ("turnstore-blocking+events", "turnstore-blocking", 0.75),
+    ("turnstore-pg+events", "turnstore-pg", 0.7),
+)
+
+
+def _third_round_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for ours, theirs, required in THIRD_ROUND:
+        top = _get(doc, "throughput", ours, "turns_per_s")
+        bottom = _get(doc, "throughput", theirs, "turns_per_s")
+        out.append(
+            _target(
+                f"turns/s: {ours} / {theirs}",
+                _ratio(top, bottom),
+                ">=",
+                required,
+                f"{_num(top)} vs {_num(bottom)} turns/s",
             )
         )
     return out
@@ -335,6 +425,7 @@ def render(doc: dict[str, Any]) -> str:
     sections = [
         _header(doc),
         _throughput_table(doc),
+        _cpu_lines(doc),
         _scaling_table(doc),
         _concurrency_table(doc),
         _memory_lines(doc),
@@ -359,6 +450,23 @@ def _header(doc: dict[str, Any]) -> str:
             f" PostgreSQL: {pg}; run took {doc['elapsed_s']:.0f} s",
         ]
     )
+
+
+def _cpu_lines(doc: dict[str, Any]) -> str:
+    """Microseconds per save on tmpfs, and what turnstore adds to the same SQL."""
+    rows = []
+    for name, row in doc["throughput"].items():
+        if name.endswith(TMPFS) and row["turns_per_s"]:
+            rows.append([name, f"{1e6 / row['turns_per_s']:.0f}"])
+    if not rows:
+        return ""
+    lines = ["CPU per save on tmpfs (µs per turn, 1e6 / turns/s)", table(["row", "µs"], rows)]
+    for ours, same, _ in CPU:
+        top = _get(doc, "throughput", f"{ours}{TMPFS}", "turns_per_s")
+        reference = _get(doc, "throughput", f"{same}{TMPFS}", "turns_per_s")
+        if top and reference:
+            lines.append(f"{ours}: {1e6 / top - 1e6 / reference:.0f} µs per save above {same}")
+    return "\n".join(lines)
 
 
 def _throughput_table(doc: dict[str, Any]) -> str:

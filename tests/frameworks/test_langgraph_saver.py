@@ -419,4 +419,7 @@ def test_the_langgraph_benchmark_runs(tmp_path):
     for saver in doc["savers"].values():
         for points in saver["modes"].values():
             assert all(point["turns_per_s"] > 0 for point in points.values())
+    round_robin = doc["round_robin"]["savers"]
+    assert set(round_robin) >= {"memory", "sqlite", "turnstore"}
+    assert all(saver["turns_per_s"] > 0 for saver in round_robin.values())
     assert doc["targets"]

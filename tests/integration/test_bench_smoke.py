@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.agent_loop import PeerSpec, importable, peer_specs  # noqa: E402
+from bench.agent_loop import TMPFS, PeerSpec, importable, peer_specs  # noqa: E402
 from bench.measure import proc_io_available  # noqa: E402
 
 pytestmark = pytest.mark.peers
@@ -45,7 +45,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=100,
+        timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -94,11 +94,24 @@ def test_turnstore_reads_and_catalog_are_measured(smoke: tuple[dict[str, Any], s
 def test_skipped_peers_say_why(smoke: tuple[dict[str, Any], str]) -> None:
     """Every known peer either ran or names the reason it could not."""
     doc, _ = smoke
-    assert set(doc["peers"]) == {spec.name for spec in peer_specs()}
+    twins = {f"{spec.name}{TMPFS}" for spec in peer_specs() if spec.tmpfs}
+    assert set(doc["peers"]) == {spec.name for spec in peer_specs()} | twins
     for name, peer in doc["peers"].items():
         assert peer["status"] in ("ran", "skipped"), name
         if peer["status"] == "skipped":
             assert peer["reason"], name
+
+
+def test_tmpfs_and_same_work_rows(smoke: tuple[dict[str, Any], str]) -> None:
+    """Each tmpfs twin ran; the same-work rows store exactly what turnstore's rows store."""
+    doc, printed = smoke
+    rows = doc["throughput"]
+    for spec in peer_specs():
+        if spec.tmpfs:
+            assert rows[f"{spec.name}{TMPFS}"]["turns_per_s"] > 0, spec.name
+    for same, ours in (("same-work", "turnstore"), ("same-work+events", "turnstore+events")):
+        assert rows[same]["store_bytes"] == rows[ours]["store_bytes"], same
+    assert "CPU per save on tmpfs" in printed
 
 
 def test_concurrency_rows(smoke: tuple[dict[str, Any], str]) -> None:

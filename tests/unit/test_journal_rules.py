@@ -202,7 +202,7 @@ def test_prepare_event_describes_the_journal_work(tag: str) -> None:
     prepared = prepare_event(source)
     assert prepared.recorded_at_ms == 0
     assert prepared.event_json == source.event.to_json()
-    assert prepared.index == event_index(msg)
+    assert prepared.columns == event_index(msg)
     assert prepared.transient is is_transient(msg)
     assert prepared.compacts_step_deltas is completes_model_step(msg)
     assert prepared.supersedes_token_count is (tag == "token_count")

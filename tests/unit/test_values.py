@@ -133,3 +133,61 @@ def test_encoded_items_checks_each_item_on_its_own():
         encoded_items(["a", {"k": math.inf}], "delta")
     with pytest.raises(InvalidInput, match=r"delta\[0\]: \$ is of type Checkpoint"):
         encoded_items([Checkpoint.empty("s")], "delta")
+
+
+# --- the typed round trip: msgspec's C code first, the walk only to name what fails --------
+
+
+def _execution(**changes: Any) -> Any:
+    from turnstore import ExecutionRecord
+
+    fields: dict[str, Any] = {
+        "session_id": "s",
+        "submission_id": "sub",
+        "turn_id": "t",
+        "started_at_ms": 1,
+        "finished_at_ms": 2,
+        "elapsed_ms": 1,
+        "outcome": "completed",
+    }
+    return ExecutionRecord(**{**fields, **changes})
+
+
+def test_typed_record_knows_records_without_free_json():
+    """A record whose fields hold no free JSON at any depth is typed; one with `Any` is not."""
+    from turnstore import Event, ExecutionRecord
+    from turnstore.events import AgentMessageContentDeltaEvent, ToolCallBeginEvent
+    from turnstore.rules.values import typed_record
+
+    assert typed_record(ExecutionRecord)
+    assert typed_record(AgentMessageContentDeltaEvent)
+    assert typed_record(ToolCallBeginEvent)
+    assert not typed_record(Checkpoint)  # metadata is free JSON
+    assert not typed_record(Event)  # some event messages hold free JSON
+    assert not typed_record(dict)
+
+
+def test_the_typed_round_trip_gives_what_the_walk_gives():
+    """A good record comes back equal, with the same JSON, with or without the walk."""
+    from turnstore.rules.values import revalidated
+
+    record = _execution(usage=msgspec.structs.replace(_execution().usage, input_tokens=3))
+    assert revalidated(record, free=()) == revalidated(record)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"turn_id": "a\ud800"}, r"ExecutionRecord: \$\.turn_id is not UTF-8 text"),
+        ({"usage": {"input_tokens": 1}}, r"\$\.usage is a dict where a TokenUsage record"),
+        ({"elapsed_ms": 2**64}, r"\$\.elapsed_ms is an integer outside 64 bits"),
+        ({"elapsed_ms": math.nan}, r"\$\.elapsed_ms is not a finite number"),
+    ],
+    ids=["surrogate", "dict-for-record", "huge-int", "nan"],
+)
+def test_the_typed_round_trip_refuses_with_the_walks_path(changes, message):
+    """What the round trip does not take equal, the walk refuses and names by its path."""
+    from turnstore.rules.values import revalidated
+
+    with pytest.raises(InvalidInput, match=message):
+        revalidated(_execution(**changes), free=())

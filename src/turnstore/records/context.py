@@ -69,6 +69,14 @@ class FrozenList(list[Any]):
 def freeze(value: Any) -> Any:
     """An immutable copy of a JSON value (tuples become lists); frozen parts are shared."""
     kind = type(value)
+    # Plain dicts, lists and text first, text not even called for: they are nearly every
+    # node of an agent's items.
+    if kind is dict:
+        return FrozenDict(
+            {key: item if type(item) is str else freeze(item) for key, item in value.items()}
+        )
+    if kind is list:
+        return FrozenList([item if type(item) is str else freeze(item) for item in value])
     if kind is FrozenDict or kind is FrozenList:
         return value
     if isinstance(value, dict):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
+import msgspec.inspect
 
 from turnstore.errors import InvalidInput
 from turnstore.records.base import I64_MIN, U64_MAX
@@ -25,13 +26,52 @@ class _Refused(Exception):
         self.path: list[str] = []
 
 
+class _Field(NamedTuple):
+    """What the walk needs of one field of a record type."""
+
+    name: str
+    may_be_bytes: bool
+    any_value: bool
+    record: str | None
+    """The record the field holds (or holds a list of), named; None if it holds none."""
+    in_list: bool
+
+
 @cache
-def _fields(cls: type[msgspec.Struct]) -> tuple[tuple[str, bool, bool], ...]:
-    """Each field of a record type: its name, whether it may hold bytes, whether it is Any."""
-    return tuple(
-        (field.name, "bytes" in repr(field.type), "Any" in repr(field.type))
-        for field in msgspec.structs.fields(cls)
-    )
+def _fields(cls: type[msgspec.Struct]) -> tuple[_Field, ...]:
+    """Each field of a record type, as the walk needs it."""
+    return tuple(_field(field.name, field.type) for field in msgspec.structs.fields(cls))
+
+
+def _field(name: str, annotation: Any) -> _Field:
+    info = msgspec.inspect.type_info(annotation)
+    in_list = isinstance(info, msgspec.inspect.ListType)
+    record = _record_name(info.item_type if isinstance(info, msgspec.inspect.ListType) else info)
+    text = repr(annotation)
+    return _Field(name, "bytes" in text, "Any" in text, record, in_list)
+
+
+def _record_name(info: msgspec.inspect.Type) -> str | None:
+    """The record a field's type expects, when it expects records and never a free dict."""
+    choices = info.types if isinstance(info, msgspec.inspect.UnionType) else (info,)
+    records = [c.cls.__name__ for c in choices if isinstance(c, msgspec.inspect.StructType)]
+    free = (msgspec.inspect.DictType, msgspec.inspect.AnyType)
+    if not records or any(isinstance(choice, free) for choice in choices):
+        return None
+    return " or ".join(records)
+
+
+def _record_expected(field: _Field, item: object) -> None:
+    """Refuse a dict where `field` expects a record: decoding would coerce it silently and
+    drop its unknown keys."""
+    if field.in_list and type(item) is list:
+        for index, element in enumerate(item):
+            if type(element) is dict:
+                refused = _Refused(f"is a dict where a {field.record} record is expected")
+                refused.path.append(f"[{index}]")
+                raise refused
+    elif type(item) is dict:
+        raise _Refused(f"is a dict where a {field.record} record is expected")
 
 
 def _text(value: str) -> None:
@@ -85,14 +125,18 @@ def _walk(value: object, depth: int, in_any: bool) -> None:
                 raise
         return
     if isinstance(value, msgspec.Struct) and not in_any:
-        for name, may_be_bytes, any_field in _fields(type(value)):
-            item = getattr(value, name)
-            if (may_be_bytes and type(item) is bytes) or (type(item) is str and item.isascii()):
+        for field in _fields(type(value)):
+            item = getattr(value, field.name)
+            if (field.may_be_bytes and type(item) is bytes) or (
+                type(item) is str and item.isascii()
+            ):
                 continue
             try:
-                _walk(item, depth, any_field)
+                if field.record is not None:
+                    _record_expected(field, item)
+                _walk(item, depth, field.any_value)
             except _Refused as refused:
-                refused.path.append(f".{name}")
+                refused.path.append(f".{field.name}")
                 raise
         return
     raise _Refused(f"is of type {kind.__name__}, not a JSON value")
@@ -114,6 +158,18 @@ def check_value(value: object, what: str, *, record: bool = True) -> None:
         raise InvalidInput(f"{what}: ${path} {refused.reason}") from None
     except RecursionError:
         raise InvalidInput(f"{what} nests too deeply to store") from None
+
+
+def storable(value: object) -> bool:
+    """Whether free JSON in a record's field passes `check_value`, as that field would.
+
+    Walked as the record's walk walks the field: at the record's level, records refused.
+    """
+    try:
+        _walk(value, 0, True)
+    except (_Refused, RecursionError):
+        return False
+    return True
 
 
 def item_list(items: object, what: str) -> list[Any]:

@@ -51,9 +51,10 @@ def digest(item_json: bytes) -> bytes:
     return hashlib.blake2b(item_json, digest_size=16).digest()
 
 
-def _encode(items: list[Any], start: int) -> bytes:
-    for offset, item in enumerate(items):
-        check_value(item, f"checkpoint context[{start + offset}]", record=False)
+def _encode(items: list[Any], start: int, checked: bool) -> bytes:
+    if not checked:
+        for offset, item in enumerate(items):
+            check_value(item, f"checkpoint context[{start + offset}]", record=False)
     return encode_json(items)
 
 
@@ -81,15 +82,19 @@ def plan_context_write(
     context: Sequence[Any],
     edited: int | None = None,
     verify: Verify = _unverifiable,
+    *,
+    checked: bool = False,
 ) -> ContextWrite:
     """Decide which context items a save writes, refusing a change it cannot see as an edit.
 
     `edited` is the lowest index a held `Context` changed other than by appending (`CLEAN`
-    for none), or None when the context is not known to match the stored one.
+    for none), or None when the context is not known to match the stored one. `checked`
+    says every item already passed `check_value` before any I/O (a prepared save's have):
+    they are then not walked again inside the write transaction.
     """
     length = len(context)
     if stored is None or stored.epoch != epoch or (edited is not None and edited < stored.length):
-        items = _encode(list(context), 0) if context else None
+        items = _encode(list(context), 0, checked) if context else None
         return ContextWrite(True, 0, items, StoredContext(epoch, length, _tail(context)))
     if edited is None:
         if length < stored.length:
@@ -101,7 +106,7 @@ def plan_context_write(
                 " context_epoch change"
             )
     appended = list(context[stored.length :])
-    items = _encode(appended, stored.length) if appended else None
+    items = _encode(appended, stored.length, checked) if appended else None
     return ContextWrite(False, stored.length, items, StoredContext(epoch, length, _tail(context)))
 
 

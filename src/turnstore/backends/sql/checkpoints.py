@@ -153,7 +153,8 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
     deltas = journals.send_step_deltas(tx, save.session_id, save.events)
     locked = next(iter(locking()), None)
     if locked is None:
-        plan = plan_context_write(None, save.context_epoch, save.context)
+        # A prepared save's items were checked before any I/O.
+        plan = plan_context_write(None, save.context_epoch, save.context, checked=True)
         events = journals.plan_events(0, save.events, deltas)
         if sessions.insert(tx, save, plan, latest_event=_latest(events, 0)):
             return _append(tx, save, plan, events)
@@ -228,7 +229,9 @@ def _advance(
     stored = StoredContext(locked.context_epoch, locked.context_length, locked.context_tail)
     verify = _verifier(tx, save.session_id, save.context)
     edited = _held(save, locked, origin)
-    plan = plan_context_write(stored, save.context_epoch, save.context, edited, verify)
+    plan = plan_context_write(
+        stored, save.context_epoch, save.context, edited, verify, checked=True
+    )
     sessions.update(tx, save, plan, latest_event)
     if plan.reset:
         sql = tx.sql(CheckpointSql)
@@ -316,7 +319,7 @@ def fork(tx: Tx, fork: PreparedFork) -> SessionSummary:
     if fork.parent_sequence > parent_sequence:
         raise InvalidInput("fork point is newer than the parent checkpoint")
     child = fork.child
-    plan = plan_context_write(None, child.context_epoch, child.context)
+    plan = plan_context_write(None, child.context_epoch, child.context, checked=True)
     if not sessions.insert(tx, child, plan, Branch(fork.parent_session_id, fork.parent_sequence)):
         raise SessionExists("fork child session already exists", session_id=child.session_id)
     insert_items(tx, child, plan)

@@ -179,9 +179,9 @@ def send_step_deltas(tx: Tx, session_id: str, events: list[PreparedEvent]) -> St
     """
     steps = sorted(
         {
-            event.index.model_step_id
+            event.columns.model_step_id
             for event in events
-            if event.index.kind == "model_step_completed" and event.index.model_step_id
+            if event.columns.kind == "model_step_completed" and event.columns.model_step_id
         }
     )
     if not steps:
@@ -229,10 +229,10 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
                     session_id,
                     sequence,
                     event.recorded_at_ms,
-                    event.index.kind,
-                    event.index.model_step_id,
-                    event.index.stream_phase,
-                    event.index.delta_bytes,
+                    event.columns.kind,
+                    event.columns.model_step_id,
+                    event.columns.stream_phase,
+                    event.columns.delta_bytes,
                     event.event_json.decode(),
                     encode_json(metrics).decode() if metrics else "[]",
                 )
