@@ -27,11 +27,29 @@ POSTGRES_URL = os.environ.get(
     "TURNSTORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REQUIRE_POSTGRES = os.environ.get("TURNSTORE_REQUIRE_POSTGRES") == "1"
-# Its helpers import LangGraph at module level; every test in it is a `peers` test, which
-# `./dev test-peers` runs with LangGraph installed.
-collect_ignore = (
-    [] if importlib.util.find_spec("langgraph") else ["frameworks/test_langgraph_saver.py"]
-)
+FRAMEWORK_TESTS = {
+    "langgraph": ("test_langgraph_saver.py", "test_langgraph_from_conn_string.py"),
+    "agents": ("test_agents_sdk_session.py",),
+    "google.adk": ("test_adk_state_values.py",),
+}
+"""Framework test modules that import their framework when collected, by that framework."""
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
+
+
+# Every test in these modules is a `peers` test, which `./dev test-peers` runs with the
+# frameworks installed; `./dev test` runs without them, so it must not even import them.
+collect_ignore = [
+    f"frameworks/{name}"
+    for framework, names in FRAMEWORK_TESTS.items()
+    if not _installed(framework)
+    for name in names
+]
 
 
 @cache

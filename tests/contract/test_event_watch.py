@@ -407,10 +407,13 @@ async def test_postgres_notifies_after_commit_only(pg_schemas):
 
     schema = pg_schemas[0]
     async with turnstore.open(_pg_url(schema)) as writer, turnstore.open(_pg_url(schema)) as other:
-        await save_events(writer, "session", 1, 1)
         listener = Listener(schema)
         database = Database("postgres", None, schema)  # type: ignore[arg-type]
         try:
+            await save_events(writer, "session", 1, 1)
+            # The notification goes out from a sender thread after the commit: receive the
+            # first save's before the failures, so a late one is not taken for theirs.
+            assert listener.received(LONG, stop_after=1) == ["session"]
             database.fail_inserts_into("event_journal")
             waiter = asyncio.ensure_future(other.wait_for_events("session", 1, 1.5))
             await asyncio.sleep(SETTLE)
