@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import importlib.util
 import json
 import os
 import platform
@@ -18,9 +16,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
-from functools import partial
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,20 +30,18 @@ from bench.measure import (
     max_rss_bytes,
     proc_io_available,
 )
-from bench.peers import (
-    AgentsSessionPeer,
-    DiskCeilingPeer,
-    LangGraphDirectPeer,
-    LangGraphGraphPeer,
-    LangGraphPeer,
-    Peer,
-    StdlibSqlitePeer,
-    TurnstoreBlockingPeer,
-    TurnstorePeer,
-    close_all,
-)
+from bench.peers import close_all
 from bench.postgres import DEFAULT_URL, ScratchDatabase, commit_ceiling, unavailable
-from bench.same_work import SameWorkPeer
+from bench.specs import (
+    SHM,
+    PeerSpec,
+    Places,
+    open_peers,
+    peer_specs,
+    select_peers,
+    tmpfs_directory,
+)
+from bench.tmpfs_rows import ROUNDS, tmpfs_rows
 from bench.workload import STATE_BYTES, make_turn, session_id
 
 SEED = 20_240_601
@@ -57,267 +52,6 @@ PG_ROUNDS = 3
 """Alternating rounds of one writer and PG_WRITERS writers."""
 SQLITE_ROUNDS = 3
 """Rounds of each concurrent SQLite row, each between two disk-ceiling blocks."""
-SHM = "/dev/shm"
-"""Where the tmpfs rows keep their files."""
-TMPFS = "@tmpfs"
-"""The name suffix of a peer's tmpfs twin."""
-LANGGRAPH = ("langgraph", "langgraph.checkpoint.sqlite")
-LANGGRAPH_ASYNC = (*LANGGRAPH, "aiosqlite")
-LANGGRAPH_PG = ("langgraph", "langgraph.checkpoint.postgres")
-
-
-@dataclass(frozen=True)
-class PeerSpec:
-    """A peer the run may include: the modules it needs and how to build it."""
-
-    name: str
-    backend: str
-    requires: tuple[str, ...]
-    make: Callable[[Places, str], Peer]
-    scaling: bool = False
-    tmpfs: bool = False
-    """Also run on tmpfs (`/dev/shm`), where an fsync costs nothing: what is left is CPU."""
-
-
-@dataclass
-class Places:
-    """Where the run's stores live: a scratch directory and, maybe, a scratch PG database."""
-
-    directory: Path
-    database: ScratchDatabase | None
-    tmpfs: Path | None = None
-    """A scratch directory on /dev/shm for the tmpfs rows, when they run."""
-
-    def sqlite_url(self, tag: str, name: str) -> str:
-        return f"sqlite:///{self.file(tag, name)}"
-
-    def file(self, tag: str, name: str) -> Path:
-        return self.directory / f"{tag}-{name}.sqlite3"
-
-    def turnstore_pg(self, tag: str, name: str, events: bool, **query: str) -> TurnstorePeer:
-        database, schema = self._schema(tag, name)
-        url = database.turnstore_url(schema, **query)
-        sizer = partial(database.size, schema)
-        return TurnstorePeer(url, events=events, backend="postgres", sizer=sizer)
-
-    def langgraph_pg(self, tag: str, name: str, peer: type[LangGraphPeer]) -> Peer:
-        database, schema = self._schema(tag, name)
-        return peer("postgres", database.libpq_url(schema), partial(database.size, schema))
-
-    def _schema(self, tag: str, name: str) -> tuple[ScratchDatabase, str]:
-        assert self.database is not None
-        return self.database, self.database.schema(f"{tag}_{name}")
-
-
-def peer_specs() -> list[PeerSpec]:
-    """Every peer the benchmark knows, in the order they run."""
-    f = Places.file
-    return [
-        PeerSpec(
-            "turnstore",
-            "sqlite",
-            (),
-            lambda p, t: _ts(p.sqlite_url(t, "ts"), False),
-            scaling=True,
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "turnstore+events",
-            "sqlite",
-            (),
-            lambda p, t: _ts(p.sqlite_url(t, "tse"), True),
-            scaling=True,
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "turnstore-blocking",
-            "sqlite",
-            (),
-            lambda p, t: TurnstoreBlockingPeer(p.sqlite_url(t, "tsb"), events=False),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "turnstore-blocking+events",
-            "sqlite",
-            (),
-            lambda p, t: TurnstoreBlockingPeer(p.sqlite_url(t, "tsbe"), events=True),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "same-work",
-            "sqlite",
-            (),
-            lambda p, t: SameWorkPeer(f(p, t, "same"), events=False),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "same-work-async",
-            "sqlite",
-            (),
-            lambda p, t: SameWorkPeer(f(p, t, "same-async"), events=False, hop=True),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "same-work+events",
-            "sqlite",
-            (),
-            lambda p, t: SameWorkPeer(f(p, t, "same-events"), events=True),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "langgraph-sqlite-graph",
-            "sqlite",
-            LANGGRAPH,
-            lambda p, t: LangGraphGraphPeer("sqlite", f(p, t, "lg-graph")),
-        ),
-        PeerSpec(
-            "langgraph-async-sqlite-graph",
-            "sqlite",
-            LANGGRAPH_ASYNC,
-            lambda p, t: LangGraphGraphPeer("async_sqlite", f(p, t, "lga-graph")),
-        ),
-        PeerSpec(
-            "langgraph-sqlite-direct",
-            "sqlite",
-            LANGGRAPH,
-            lambda p, t: LangGraphDirectPeer("sqlite", f(p, t, "lg-direct")),
-            True,
-        ),
-        PeerSpec(
-            "langgraph-async-sqlite-direct",
-            "sqlite",
-            LANGGRAPH_ASYNC,
-            lambda p, t: LangGraphDirectPeer("async_sqlite", f(p, t, "lga-direct")),
-        ),
-        PeerSpec(
-            "agents-sqlitesession",
-            "sqlite",
-            ("agents",),
-            lambda p, t: AgentsSessionPeer(f(p, t, "agents")),
-            scaling=True,
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "sqlite3-plain",
-            "sqlite",
-            (),
-            lambda p, t: StdlibSqlitePeer(f(p, t, "plain")),
-            scaling=True,
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "disk-ceiling",
-            "disk",
-            (),
-            lambda p, t: DiskCeilingPeer(p.directory / f"{t}-ceiling.log"),
-        ),
-        PeerSpec(
-            "turnstore-pg",
-            "postgres",
-            (),
-            lambda p, t: p.turnstore_pg(t, "ts", False),
-            True,
-        ),
-        PeerSpec(
-            "turnstore-pg+events",
-            "postgres",
-            (),
-            lambda p, t: p.turnstore_pg(t, "tse", True),
-        ),
-        PeerSpec(
-            "langgraph-postgres-graph",
-            "postgres",
-            LANGGRAPH_PG,
-            lambda p, t: p.langgraph_pg(t, "lg_graph", LangGraphGraphPeer),
-        ),
-        PeerSpec(
-            "langgraph-postgres-direct",
-            "postgres",
-            LANGGRAPH_PG,
-            lambda p, t: p.langgraph_pg(t, "lg_direct", LangGraphDirectPeer),
-            True,
-        ),
-    ]
-
-
-def _ts(url: str, events: bool) -> TurnstorePeer:
-    return TurnstorePeer(url, events=events)
-
-
-def select_peers(
-    specs: Sequence[PeerSpec], wanted: set[str] | None, pg_reason: str | None
-) -> tuple[list[PeerSpec], dict[str, str]]:
-    """The peers that can run here, and why each of the others cannot."""
-    chosen: list[PeerSpec] = []
-    skipped: dict[str, str] = {}
-    for spec in specs:
-        if wanted is not None and spec.name not in wanted:
-            continue
-        missing = [module for module in spec.requires if not importable(module)]
-        if missing:
-            skipped[spec.name] = (
-                f"not installed ({', '.join(missing)}): pip install -e '.[bench]' or ./dev bench"
-            )
-        elif spec.backend == "postgres" and pg_reason is not None:
-            skipped[spec.name] = pg_reason
-        else:
-            chosen.append(spec)
-    return chosen, skipped
-
-
-def importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def meter_for(peer: Peer, database: ScratchDatabase | None) -> ByteMeter:
-    """Bytes written on a peer's behalf: /proc/self/io locally, the WAL on PostgreSQL."""
-    if peer.backend == "postgres":
-        return database.wal if database is not None else NoBytes()
-    return ProcIo() if proc_io_available() else NoBytes()
-
-
-async def open_peers(
-    specs: Sequence[PeerSpec], places: Places, tag: str, *, tmpfs: bool = False
-) -> list[Peer]:
-    """Build and set up one fresh store per peer; with `tmpfs`, also each tmpfs twin."""
-    peers: list[Peer] = []
-    try:
-        for spec in specs:
-            peers.append(await _open(spec, places, tag))
-        if tmpfs and places.tmpfs is not None:
-            shm = Places(places.tmpfs, None)
-            for spec in specs:
-                if spec.tmpfs:
-                    peers.append(await _open(spec, shm, tag, suffix=TMPFS))
-    except BaseException:
-        await close_all(peers)
-        raise
-    return peers
-
-
-async def _open(spec: PeerSpec, places: Places, tag: str, suffix: str = "") -> Peer:
-    peer = spec.make(places, tag)
-    if suffix:
-        peer.name = f"{peer.name}{suffix}"
-        peer.label = f"{peer.label}, on tmpfs"
-    peer.meter = meter_for(peer, places.database)
-    await peer.setup()
-    return peer
-
-
-@contextlib.contextmanager
-def tmpfs_directory(wanted: bool) -> Iterator[Path | None]:
-    """A scratch directory on /dev/shm, or None when not wanted or there is no such tmpfs."""
-    if not wanted or not os.access(SHM, os.W_OK):
-        yield None
-        return
-    with tempfile.TemporaryDirectory(prefix="turnstore-bench-", dir=SHM) as scratch:
-        yield Path(scratch)
-
-
 # --- the run ------------------------------------------------------------------------------
 
 
@@ -364,7 +98,7 @@ async def _phases(
     args: argparse.Namespace, specs: list[PeerSpec], places: Places
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {"rss_by_phase": {}}
-    peers = await open_peers(specs, places, "run", tmpfs=True)
+    peers = await open_peers(specs, places, "run")
     try:
         series = await phases.throughput(peers, SEED, args.sessions, args.turns)
         loads, pages = await phases.reads(peers, args.sessions, args.turns)
@@ -379,6 +113,14 @@ async def _phases(
         )
         for peer in peers
     }
+    if places.tmpfs is not None:
+        workload = (SEED, args.sessions, args.turns)
+        rounds = 1 if args.smoke else ROUNDS
+        cpu = tmpfs_rows(specs, places.tmpfs, workload, doc["payload"], rounds)
+        for name, row in cpu.items():
+            doc["_peer_info"][name] = {"label": row.pop("label"), "note": row.pop("note")}
+        doc["throughput"].update(cpu)
+        _rss_mark(doc, "tmpfs")
     scaling_specs = [spec for spec in specs if spec.scaling]
     if args.scaling and scaling_specs:
         doc["scaling"] = await _scaling(scaling_specs, places, args.scaling, args.probes)

@@ -441,7 +441,8 @@ def _header(doc: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"turnstore agent-loop benchmark: {config['sessions']} sessions x {config['turns']}"
-            f" turns, round-robin, every peer interleaved turn by turn in one process"
+            f" turns, round-robin, every peer interleaved turn by turn in one process;"
+            f" each @tmpfs row alone in a process of its own (median of its rounds)"
             + (" [SMOKE: tiny sizes, numbers mean nothing]" if config["smoke"] else ""),
             f"payload {_bytes(payload['bytes_per_turn'])}/turn (4 items) + {_bytes(500)} loop"
             f" state; raw total {_bytes(payload['raw_bytes'])}; durability: SQLite WAL +"

@@ -11,7 +11,9 @@ LangGraph's PostgreSQL savers) and every test that takes no checkpointer, which 
 nothing to say about turnstore.
 
 Each saver gets a fresh database: a new SQLite file in a scratch directory, or on
-PostgreSQL (`--turnstore-backend postgres`) a new schema, dropped when the run ends.
+PostgreSQL (`--turnstore-backend postgres`) an empty schema: a new one, or one a closed saver
+used, emptied row by row (creating a schema costs about ten times as much, and the run builds
+some 650 savers). The schemas are dropped when the run ends.
 `--turnstore-backend langgraph` substitutes nothing: the same variants run on LangGraph's
 own `SqliteSaver` / `AsyncSqliteSaver`, the baseline turnstore has to match.
 """
@@ -45,6 +47,10 @@ HELPERS = "tests.conftest_checkpointer"
 SELECTED = {"sync_checkpointer": "sqlite", "async_checkpointer": "sqlite_aio"}
 """The checkpointer fixtures, and the one parameter of each that runs on turnstore."""
 _SCHEMAS: list[str] = []
+_EMPTY: list[str] = []
+"""Schemas whose saver is closed and whose rows are deleted: the next savers take these."""
+_ADMIN: list[Any] = []
+"""The one connection that empties schemas, opened when first needed."""
 _BUILT = [0]
 _SCRATCH = Path(tempfile.mkdtemp(prefix="turnstore-langgraph-"))
 _RUN = secrets.token_hex(4)
@@ -53,21 +59,52 @@ _SERIAL = itertools.count()
 
 
 def store_url() -> str:
-    """The URL of a fresh, empty turnstore database on the backend under test."""
-    serial = next(_SERIAL)
+    """The URL of an empty turnstore database on the backend under test."""
     if BACKEND == "postgres":
-        schema = f"langgraph_{_RUN}_{serial}"
-        _SCHEMAS.append(schema)
         separator = "&" if "?" in POSTGRES_URL else "?"
-        return f"{POSTGRES_URL}{separator}schema={schema}"
-    return str(_SCRATCH / f"checkpoints-{serial}.sqlite3")
+        return f"{POSTGRES_URL}{separator}schema={_empty_schema()}"
+    return str(_SCRATCH / f"checkpoints-{next(_SERIAL)}.sqlite3")
 
 
-def new_saver() -> Any:
-    """A `TurnstoreSaver` over a fresh database: the one place the substitute is built."""
+def _empty_schema() -> str:
+    if _EMPTY:
+        return _EMPTY.pop()
+    schema = f"langgraph_{_RUN}_{next(_SERIAL)}"
+    _SCHEMAS.append(schema)
+    return schema
+
+
+def _release(url: str) -> None:
+    """Empty a closed saver's PostgreSQL schema (its tables stay) for the next saver."""
+    if BACKEND != "postgres":
+        return
+    import psycopg
+
+    schema = url.rsplit("schema=", 1)[1]
+    if not _ADMIN:
+        _ADMIN.append(psycopg.connect(POSTGRES_URL, autocommit=True))
+    connection = _ADMIN[0]
+    tables = [
+        table
+        for (table,) in connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+        )
+        # The schema's version row stays: the next open finds the schema migrated.
+        if table != "turnstore_schema"
+    ]
+    # The tables that reference sessions go first, then sessions (its rows refer to each other).
+    tables.sort(key=lambda table: table == "sessions")
+    with connection.transaction():
+        for table in tables:
+            connection.execute(f'DELETE FROM {schema}."{table}"')
+    _EMPTY.append(schema)
+
+
+def new_saver(url: str) -> Any:
+    """A `TurnstoreSaver` over an empty database: the one place the substitute is built."""
     from turnstore.integrations.langgraph import TurnstoreSaver
 
-    saver = TurnstoreSaver(store_url())
+    saver = TurnstoreSaver(url)
     # What LangGraph's helpers do to their savers too (a no-op unless the run asks for
     # LANGGRAPH_STRICT_MSGPACK).
     sys.modules[HELPERS]._apply_strict_msgpack(saver)
@@ -78,15 +115,19 @@ def new_saver() -> Any:
 @contextmanager
 def turnstore_checkpointer() -> Iterator[Any]:
     """Stands in for `_checkpointer_sqlite`: a saver used, and closed, synchronously."""
-    with new_saver() as saver:
+    url = store_url()
+    with new_saver(url) as saver:
         yield saver
+    _release(url)
 
 
 @asynccontextmanager
 async def turnstore_checkpointer_aio() -> AsyncIterator[Any]:
     """Stands in for `_checkpointer_sqlite_aio`: a saver used, and closed, asynchronously."""
-    async with new_saver() as saver:
+    url = store_url()
+    async with new_saver(url) as saver:
         yield saver
+    _release(url)
 
 
 SUBSTITUTES = {
@@ -146,6 +187,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if REPORT:
         Path(REPORT).write_text(f"{_BUILT[0]}\n")
     shutil.rmtree(_SCRATCH, ignore_errors=True)
+    for connection in _ADMIN:
+        connection.close()
     if not _SCHEMAS:
         return
     import psycopg

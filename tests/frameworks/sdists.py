@@ -7,6 +7,7 @@ the pinned release's sdist, which pip downloads into a cache outside the reposit
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -25,9 +26,18 @@ def unpacked(distribution: str) -> Path:
     """The unpacked sdist of the installed version of `distribution` (pip's name)."""
     pinned = version(distribution)
     target = CACHE / f"{distribution}-{pinned}"
-    if (target / ".complete").exists():
-        return next(path for path in target.iterdir() if path.is_dir())
-    CACHE.mkdir(parents=True, exist_ok=True)
+    if not (target / ".complete").exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        # Test processes running side by side take the same sdist: one downloads it while
+        # the others wait, and none replaces a copy another may be running tests from.
+        with (CACHE / f"{distribution}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (target / ".complete").exists():
+                _download(distribution, pinned, target)
+    return next(path for path in target.iterdir() if path.is_dir())
+
+
+def _download(distribution: str, pinned: str, target: Path) -> None:
     with tempfile.TemporaryDirectory(dir=CACHE) as scratch:
         downloads = Path(scratch) / "downloads"
         subprocess.run(
@@ -54,4 +64,3 @@ def unpacked(distribution: str) -> Path:
         (staged / ".complete").touch()
         shutil.rmtree(target, ignore_errors=True)
         staged.rename(target)
-    return next(path for path in target.iterdir() if path.is_dir())

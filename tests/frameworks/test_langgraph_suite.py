@@ -89,13 +89,28 @@ def test_every_deselected_test_exists(langgraph_root: Path, tmp_path: Path) -> N
         assert any(line.startswith(name) for line in collected), f"{name} is not in the suite"
 
 
-# The run takes a minute and a half on SQLite, over three on PostgreSQL (a fresh schema
-# for each of 648 tests): well past the project's default timeout.
+# The run takes a minute and a half on SQLite, over two on PostgreSQL (a fresh schema for
+# each of 648 tests): well past the project's default timeout. One class per backend, so
+# that `--dist loadscope` can run the two on different workers.
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_langgraphs_graph_tests_pass_on_turnstore(
-    langgraph_root: Path, tmp_path: Path, backend: str
-) -> None:
+class _OnABackend:
+    backend = ""
+
+    def test_langgraphs_graph_tests_pass_on_turnstore(
+        self, langgraph_root: Path, tmp_path: Path
+    ) -> None:
+        _passes(langgraph_root, tmp_path, self.backend)
+
+
+class TestOnSqlite(_OnABackend):
+    backend = "sqlite"
+
+
+class TestOnPostgres(_OnABackend):
+    backend = "postgres"
+
+
+def _passes(langgraph_root: Path, tmp_path: Path, backend: str) -> None:
     if backend == "postgres":
         from conftest import require_postgres
 

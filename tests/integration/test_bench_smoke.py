@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.agent_loop import TMPFS, PeerSpec, importable, peer_specs  # noqa: E402
 from bench.measure import proc_io_available  # noqa: E402
+from bench.specs import TMPFS, PeerSpec, importable, peer_specs  # noqa: E402
 
 pytestmark = pytest.mark.peers
 
