@@ -176,10 +176,12 @@ def _second_round_targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 CPU = (
     # (ours, the same-work row it is held to, required ratio to sqlite3-plain), all on tmpfs.
+    # An async face may run no transaction on the event loop's thread, so the same work for
+    # it includes the one thread hop: the async rows are held to the `-async` same-work rows.
     ("turnstore-blocking", "same-work", 0.6),
-    ("turnstore", "same-work", 0.5),
+    ("turnstore", "same-work-async", 0.5),
     ("turnstore-blocking+events", "same-work+events", 0.35),
-    ("turnstore+events", "same-work+events", 0.3),
+    ("turnstore+events", "same-work-async+events", 0.3),
 )
 SAME_WORK_SHARE = 0.85
 """Where the same-work row is below a CPU ratio, ours must reach this share of its rate."""

@@ -139,6 +139,13 @@ def peer_specs() -> list[PeerSpec]:
             tmpfs=True,
         ),
         PeerSpec(
+            "same-work-async+events",
+            "sqlite",
+            (),
+            lambda p, t: SameWorkPeer(f(p, t, "same-async-events"), events=True, hop=True),
+            tmpfs=True,
+        ),
+        PeerSpec(
             "langgraph-sqlite-graph",
             "sqlite",
             LANGGRAPH,

@@ -109,8 +109,15 @@ def test_tmpfs_and_same_work_rows(smoke: tuple[dict[str, Any], str]) -> None:
     for spec in peer_specs():
         if spec.tmpfs:
             assert rows[f"{spec.name}{TMPFS}"]["turns_per_s"] > 0, spec.name
-    for same, ours in (("same-work", "turnstore"), ("same-work+events", "turnstore+events")):
+    for same, ours in (
+        ("same-work", "turnstore"),
+        ("same-work-async", "turnstore"),
+        ("same-work+events", "turnstore+events"),
+        ("same-work-async+events", "turnstore+events"),
+    ):
         assert rows[same]["store_bytes"] == rows[ours]["store_bytes"], same
+    # Each tmpfs row ran in a process of its own, `rounds` times (one in a smoke run).
+    assert rows[f"sqlite3-plain{TMPFS}"]["rounds_turns_per_s"], rows[f"sqlite3-plain{TMPFS}"]
     assert "CPU per save on tmpfs" in printed
 
 
