@@ -9,6 +9,7 @@ runs `ROUNDS` times, the peers in rotated order, and its row is the round with t
 turns per second. A child runs the same phases on its one peer as the shared process runs on
 all of them: `phases.throughput`, then `phases.reads`.
 
+    python -m bench.tmpfs_rows NAME [NAME...]   one round of these peers on /dev/shm, µs a save
     python -m bench.tmpfs_rows NAME DIRECTORY SEED SESSIONS TURNS OUT.json PAYLOAD  (a child)
 """
 
@@ -98,8 +99,17 @@ async def _run_one(
     return row
 
 
+SHOW_WORKLOAD = (20_240_601, 20, 50)
+"""What `python -m bench.tmpfs_rows NAME...` runs: the benchmark's seed and default sizes."""
+
+
 def main(argv: Sequence[str]) -> int:
-    """Run one child: `NAME DIRECTORY SEED SESSIONS TURNS OUT PAYLOAD_JSON`."""
+    """Run one child (`NAME DIRECTORY SEED SESSIONS TURNS OUT PAYLOAD_JSON`) or show peers."""
+    if len(argv) != 7:
+        for name in argv:
+            row = _child(name, Path("/dev/shm"), SHOW_WORKLOAD, {"raw_bytes": 1})
+            print(f"{name}@tmpfs: {1e6 / row['turns_per_s']:.0f} µs a save")
+        return 0
     name, directory, seed, sessions, turns, out, payload = argv
     workload = (int(seed), int(sessions), int(turns))
     row = asyncio.run(_run_one(name, Path(directory), workload, json.loads(payload)))
