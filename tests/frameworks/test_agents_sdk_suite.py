@@ -135,6 +135,7 @@ def test_every_deselected_test_exists(sdk_root: Path, tmp_path: Path) -> None:
 # PostgreSQL they take about a minute and a half, past the suite's default 120 s per test.
 # One class per backend, so that `--dist loadscope` can run the two on different workers.
 @pytest.mark.timeout(900)
+@pytest.mark.framework_suite
 class _OnABackend:
     backend = ""
 

@@ -93,6 +93,7 @@ def test_every_deselected_test_exists(langgraph_root: Path, tmp_path: Path) -> N
 # each of 648 tests): well past the project's default timeout. One class per backend, so
 # that `--dist loadscope` can run the two on different workers.
 @pytest.mark.timeout(900)
+@pytest.mark.framework_suite
 class _OnABackend:
     backend = ""
 
