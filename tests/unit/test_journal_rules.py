@@ -19,6 +19,7 @@ from turnstore import (
 )
 from turnstore.errors import (
     RecordDecodeError,
+    TurnstoreError,
 )
 from turnstore.events import (
     AgentMessageContentDeltaEvent,
@@ -55,6 +56,7 @@ from turnstore.rules.journal import (
     prepare_event,
     stream_metrics,
 )
+from turnstore.rules.values import revalidated
 
 # --- event_index ----------------------------------------------------------------------------
 
@@ -218,6 +220,26 @@ def test_prepare_event_refuses_out_of_range_values() -> None:
     bad = TokenCountEvent(total_usage=TokenUsage(total_tokens=-3))
     with pytest.raises(RecordDecodeError):
         prepare_event(TimestampedEvent(recorded_at_ms=1, event=Event(msg=bad)))
+
+
+@pytest.mark.parametrize("stamp", [I64_MAX + 1, 2**64, True, 1.5, "1"])
+def test_prepare_event_refuses_a_bad_timestamp_as_the_whole_record_would(stamp: Any) -> None:
+    """A timestamp outside the fast path is refused by the whole record's revalidation."""
+    event = TimestampedEvent(recorded_at_ms=stamp, event=Event(msg=WarningEvent(message="x")))
+    with pytest.raises(TurnstoreError) as expected:
+        revalidated(event, free=())
+    with pytest.raises(type(expected.value)) as caught:
+        prepare_event(event)
+    assert str(caught.value) == str(expected.value)
+
+
+def test_prepare_event_keeps_the_largest_timestamp() -> None:
+    """recorded_at_ms = 2**63 - 1 takes the one-pass path and is stored as given."""
+    event = TimestampedEvent(recorded_at_ms=I64_MAX, event=Event(msg=WarningEvent(message="x")))
+    prepared = prepare_event(event)
+    assert prepared.recorded_at_ms == I64_MAX
+    assert prepared.source == event
+    assert prepared.event_json == event.event.to_json()
 
 
 def test_prepare_event_does_not_change_its_input() -> None:

@@ -33,7 +33,7 @@ from turnstore.records.protocol import (
     TurnStartedEvent,
 )
 from turnstore.rules.validation import optional_identifier
-from turnstore.rules.values import revalidated, typed_record
+from turnstore.rules.values import revalidated, round_tripped, typed_record
 
 STREAM_DELTA_KINDS = ("agent_message_content_delta", "agent_reasoning_content_delta")
 """Event kinds that a completed model step makes redundant."""
@@ -99,24 +99,41 @@ class PreparedEvent(NamedTuple):
 
 def prepare_event(event: TimestampedEvent) -> PreparedEvent:
     """Validate one timestamped event and decide what appending it does."""
-    if isinstance(event.recorded_at_ms, int) and event.recorded_at_ms < 0:
+    recorded_at_ms = event.recorded_at_ms
+    if isinstance(recorded_at_ms, int) and recorded_at_ms < 0:
         raise InvalidInput("event journal timestamp cannot be negative")
     inner = event.event
     # The union of every message holds some free JSON; this message's own type may not.
     free = () if type(inner) is Event and typed_record(type(inner.msg)) else None
-    checked, _ = revalidated(event, free=free)
-    msg = checked.event.msg
+    # The common case takes one pass: a typed message with an in-range timestamp is
+    # round-tripped alone, and that JSON is what the journal stores. Anything else goes
+    # through the whole record's revalidation, which names what it refuses.
+    found = (
+        round_tripped(inner, free)
+        if free is not None
+        and type(event) is TimestampedEvent
+        and type(recorded_at_ms) is int
+        and recorded_at_ms <= I64_MAX
+        else None
+    )
+    if found is None:
+        source, _ = revalidated(event, free=free)
+        checked_event, event_json = source.event, source.event.to_json()
+    else:
+        checked_event, event_json = found
+        source = TimestampedEvent(recorded_at_ms=recorded_at_ms, event=checked_event)
+    msg = checked_event.msg
     index = event_index(msg)
     # The journal indexes events by model step, so that id is a key, not content.
     optional_identifier(index.model_step_id, "event model step ID")
     return PreparedEvent(
-        checked.recorded_at_ms,
-        checked.event.to_json(),
+        source.recorded_at_ms,
+        event_json,
         index,
         is_transient(msg),
         completes_model_step(msg),
         index.kind == "token_count",
-        checked,
+        source,
     )
 
 
