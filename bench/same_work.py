@@ -2,8 +2,8 @@
 
 It runs on a file whose schema turnstore created, sends the statements a save sends (the
 session row's read, its INSERT or UPDATE, the context chunk, the transcript batch that names
-it, and with events the step-delta read, the execution row and the journal rows with the
-completed steps' stream metrics), one transaction per turn, at full durability, and nothing
+it, and with events the step-delta read, the execution row and the journal's batch row with
+the completed steps' stream metrics), one transaction per turn, at full durability, and nothing
 else: no validation, no records, no driver. What it costs is the SQL of the contract's rows;
 what turnstore costs above it is turnstore's Python. `tests/contract/test_statement_counts.py`
 holds turnstore to the same statement counts.
@@ -62,10 +62,9 @@ INSERT_EXECUTION = (
     "INSERT INTO execution_journal (session_id, sequence, record_json, started_at_ms)"
     " VALUES (?, ?, ?, ?)"
 )
-INSERT_EVENT = (
-    "INSERT INTO event_journal (session_id, sequence, recorded_at_ms, event_kind,"
-    " model_step_id, stream_phase, delta_bytes, event_json, stream_metrics_json)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_EVENTS = (
+    "INSERT INTO event_batches (session_id, first_sequence, last_sequence, event_count,"
+    " events_json) VALUES (?, ?, ?, ?, ?)"
 )
 DELTA = "agent_message_content_delta"
 COMPLETED = "model_step_completed"
@@ -142,7 +141,7 @@ class SameWorkPeer(Peer):
         if events:
             steps = sorted({e.event.msg.model_step_id for e in events if _kind(e) == COMPLETED})
             db.execute(STEP_DELTAS, (session, json.dumps(steps))).fetchall()
-        rows = _event_rows(session, kept.latest_event, events)
+        rows = _event_rows(kept.latest_event, events)
         latest_event = kept.latest_event + len(events)
         written = (
             state["sequence"],
@@ -169,7 +168,13 @@ class SameWorkPeer(Peer):
                 INSERT_EXECUTION, (session, state["sequence"], record, execution.started_at_ms)
             )
         if rows:
-            db.executemany(INSERT_EVENT, rows)
+            # The workload's events are all ones no later save deletes: one batch row.
+            batch = (
+                "["
+                + ",".join(f"[{seq},{at},{event},{metrics}]" for seq, at, event, metrics in rows)
+                + "]"
+            )
+            db.execute(INSERT_EVENTS, (session, rows[0][0], rows[-1][0], len(rows), batch))
         db.execute("COMMIT")
         kept.context_length += len(turn.items)
         kept.latest_event = latest_event
@@ -198,9 +203,10 @@ def _kind(event: Any) -> str:
     return str(event.event.msg.__struct_config__.tag)
 
 
-def _event_rows(session: str, latest: int, events: list[Any]) -> list[tuple[Any, ...]]:
-    """The journal rows of a turn's events: deltas fold into their step's completed event."""
-    rows: list[tuple[Any, ...]] = []
+def _event_rows(latest: int, events: list[Any]) -> list[tuple[int, int, str, str]]:
+    """A turn's stored events, (sequence, recorded_at_ms, event, stream metrics): deltas fold
+    into their step's completed event."""
+    rows: list[tuple[int, int, str, str]] = []
     deltas: dict[str, list[tuple[int, int]]] = {}
     for offset, stamped in enumerate(events, start=1):
         msg, kind = stamped.event.msg, _kind(stamped)
@@ -212,8 +218,7 @@ def _event_rows(session: str, latest: int, events: list[Any]) -> list[tuple[Any,
         if kind == COMPLETED and deltas.get(step):
             metrics = compact([_metrics(deltas.pop(step))])
         event_json = msgspec.json.encode(stamped.event).decode()
-        row = (session, latest + offset, stamped.recorded_at_ms, kind, step, None, None)
-        rows.append((*row, event_json, metrics))
+        rows.append((latest + offset, stamped.recorded_at_ms, event_json, metrics))
     return rows
 
 

@@ -486,7 +486,8 @@ async def test_forced_event_insert_failure_rolls_back_the_whole_save(store, data
     original = Checkpoint.empty("session")
     await store.save(original)
     before = await store.append_event("session", 5, warning(5, "before").event)
-    database.fail_inserts_into("event_journal")
+    # A warning is journaled with its save's batch (event_batches), not a row of its own.
+    database.fail_inserts_into("event_batches")
 
     record = execution("session", 1)
     nxt = msgspec.structs.replace(original, sequence=1, context=[{"role": "assistant"}])
@@ -506,4 +507,4 @@ async def test_forced_event_insert_failure_rolls_back_the_whole_save(store, data
     assert (summary.sequence, summary.execution_stats.run_count) == (0, 0)
     assert database.count("execution_journal") == 0
     assert database.count("transcript_delta") == 0
-    assert database.count("event_journal") == 1
+    assert database.count("event_batches") == 1

@@ -19,6 +19,8 @@ from turnstore import (
     TranscriptPageRequest,
 )
 from turnstore.events import (
+    TokenCountEvent,
+    TokenUsage,
     WarningEvent,
 )
 
@@ -26,6 +28,7 @@ TABLES = (
     "sessions",
     "transcript_delta",
     "event_journal",
+    "event_batches",
     "execution_journal",
     "context_chunks",
     "middleware_state",
@@ -91,6 +94,10 @@ async def populate(store) -> None:
     await save_root(store, BYSTANDER)
     for session_id in (*TREE, *OTHER_TREE, BYSTANDER):
         await store.append_event(session_id, 1, warning(session_id))
+        # A token count is stored as a row of its own (the next one deletes it), a warning
+        # in its save's batch: every journal table holds rows of every session.
+        usage = TokenCountEvent(total_usage=TokenUsage(total_tokens=7))
+        await store.append_event(session_id, 2, Event(msg=usage))
         await store.save_state(session_id, "owned", {"session": session_id})
     await store.save_state("global", "retained", True)
     # A key that merely names a session is not session-scoped state.
@@ -114,8 +121,9 @@ async def test_delete_session_removes_the_complete_session_tree(store, database)
         database.count("sessions"),
         database.count("transcript_delta"),
         database.count("event_journal"),
+        database.count("event_batches"),
         database.count("middleware_state", "scope != 'global'"),
-    ) == (0, 0, 0, 0)
+    ) == (0, 0, 0, 0, 0)
     assert await store.load_state("global", "retained") is True
     assert await store.delete_sessions(["parent"]) is False
 

@@ -131,7 +131,8 @@ async def test_corrupt_journal_and_state_rows_raise_corrupt_record(store, databa
     warning = TimestampedEvent(recorded_at_ms=1, event=Event(msg=WarningEvent(message="w")))
     await store.save_with_events(checkpoint, ["item"], events=[warning])
     await store.save_state("scope", "key", {"a": 1})
-    database.query("UPDATE event_journal SET event_json = '{}'")
+    # The warning is stored in its save's batch: an event in it that no longer decodes.
+    database.query("UPDATE event_batches SET events_json = '[[1,1,{},[]]]'")
     database.query("UPDATE transcript_delta SET items_json = 'x', context_start = NULL")
     database.query("UPDATE middleware_state SET value_json = '{'")
     with pytest.raises(CorruptRecord):

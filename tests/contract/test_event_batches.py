@@ -104,3 +104,42 @@ def test_a_batch_journals_what_one_append_per_event_does(blocking_store, history
             (e.sequence, e.stream_metrics) for e in from_single
         ]
         assert _journal(store, batched) == _journal(store, single)
+    _pages_agree(store, batched)
+
+
+def _pages_agree(store: Any, session_id: str) -> None:
+    """Pages of any size, from any cursor, give the journal a whole read gives.
+
+    A save's kept events are one batch row, pending deltas and token counts a row each: a
+    cursor may fall inside a batch, and a page may take part of one.
+    """
+    whole = [
+        event.sequence
+        for event in store.event_page(session_id, EventPageRequest(limit=1_000)).events
+    ]
+    for limit in (1, 2, 3, 5):
+        walked: list[int] = []
+        before = None
+        while True:
+            page = store.event_page(
+                session_id, EventPageRequest(before_sequence=before, limit=limit)
+            )
+            assert len(page.events) <= limit
+            walked += [event.sequence for event in page.events]
+            if page.next_before_sequence is None:
+                break
+            assert before is None or page.next_before_sequence < before
+            before = page.next_before_sequence
+        assert walked == whole, limit
+        for start in (0, *whole[len(whole) // 2 :: 2]):
+            forward: list[int] = []
+            after = start
+            while True:
+                found = store.events_after(session_id, after, limit).events
+                assert len(found) <= limit
+                forward += [event.sequence for event in found]
+                if len(found) < limit:
+                    break
+                assert found[-1].sequence > after
+                after = found[-1].sequence
+            assert forward == sorted(sequence for sequence in whole if sequence > start)

@@ -414,7 +414,9 @@ async def test_postgres_notifies_after_commit_only(pg_schemas):
             # The notification goes out from a sender thread after the commit: receive the
             # first save's before the failures, so a late one is not taken for theirs.
             assert listener.received(LONG, stop_after=1) == ["session"]
+            # Events are journaled in their save's batch, or a row each (deltas, token counts).
             database.fail_inserts_into("event_journal")
+            database.fail_inserts_into("event_batches")
             waiter = asyncio.ensure_future(other.wait_for_events("session", 1, 1.5))
             await asyncio.sleep(SETTLE)
             with pytest.raises(turnstore.StorageError):
@@ -424,6 +426,7 @@ async def test_postgres_notifies_after_commit_only(pg_schemas):
             assert await waiter == 1  # woken by nothing: it waited out its time-out
             assert listener.received(0.5) == []
             database.stop_failing_inserts_into("event_journal")
+            database.stop_failing_inserts_into("event_batches")
 
             waiter = asyncio.ensure_future(timed(other.wait_for_events("session", 1, LONG)))
             await asyncio.sleep(SETTLE)

@@ -1,9 +1,9 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
-The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4 and 5 (how:
-see `tests/fixtures/make_schema_v2.py`, run by the first two, and `make_schema_v4.py`, which
-adds a model step left streaming): a SQLite file and a PostgreSQL schema dumped as SQL per
-version. Every test runs on both.
+The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5 and 6
+(how: see `tests/fixtures/make_schema_v2.py`, run by the first two, and `make_schema_v4.py`,
+run by the last two, which adds a model step left streaming): a SQLite file and a PostgreSQL
+schema dumped as SQL per version. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
 
@@ -25,14 +25,18 @@ from turnstore import (
 )
 from turnstore.backends.postgres import schema as postgres_schema
 from turnstore.backends.sqlite import schema as sqlite_schema
-from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent
+from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent, WarningEvent
 from turnstore.records import AttachmentIntent, StreamMetrics
 
 
-@pytest.fixture(params=[2, 3, 4], ids=["schema-2", "schema-3", "schema-4"])
+@pytest.fixture(params=[2, 3, 4, 5], ids=["schema-2", "schema-3", "schema-4", "schema-5"])
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
     return int(request.param)
+
+
+def _warning(at_ms: int) -> TimestampedEvent:
+    return TimestampedEvent(recorded_at_ms=at_ms, event=Event(msg=WarningEvent(message="after")))
 
 
 def _schema_version(backend_name: str, database: Any) -> int:
@@ -83,6 +87,11 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert list(fork.context) == list(chat.context[:4])
         sessions = store.list_sessions_page(SessionPageRequest(limit=10)).sessions
         streaming = ["stream"] if fixture_version >= 4 else []
+        # Events stored a row each before schema 6 read back beside the batches after it.
+        chat.sequence += 1
+        store.save_with_events(chat, [], None, [_warning(7)])
+        newest = store.event_page("chat", EventPageRequest(limit=3)).events
+        assert [event.sequence for event in newest] == [7, 6, 5]
         assert sorted(summary.session_id for summary in sessions) == [
             "chat",
             "chat-fork",
@@ -95,8 +104,8 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert head is not None
         assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
         assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 5
-    assert len(postgres_schema.MIGRATIONS) == 5
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 6
+    assert len(postgres_schema.MIGRATIONS) == 6
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(

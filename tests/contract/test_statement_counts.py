@@ -33,9 +33,10 @@ from turnstore.events import (
 
 PLAIN = 6
 """BEGIN, the session row's read, its UPDATE, the context chunk, the transcript batch, COMMIT."""
-EVENTS = 16
-"""PLAIN, the read of the completed steps' stored deltas, the execution row and 8 journal rows
-(the turn's 17 events less the 9 deltas its two completed steps fold into their metrics)."""
+EVENTS = 9
+"""PLAIN, the read of the completed steps' stored deltas, the execution row and one batch row
+holding 8 events (the turn's 17 less the 9 deltas its two completed steps fold into their
+metrics; none of the 8 is one a later save deletes, so none is a row of its own)."""
 STEADY = 3
 """Saves before the counted one: the session exists and its statements are prepared."""
 

@@ -64,6 +64,20 @@ def _set(column: str, value: Any) -> Callable[[Row, list[Row]], None]:
     return change
 
 
+def _batch_event(value: Any) -> Callable[[Row, list[Row]], None]:
+    def change(row: Row, rows: list[Row]) -> None:
+        row["events_json"][0][2] = value
+
+    return change
+
+
+def _batch_metrics(value: Any) -> Callable[[Row, list[Row]], None]:
+    def change(row: Row, rows: list[Row]) -> None:
+        row["events_json"][0][3] = value
+
+    return change
+
+
 def _checkpoint_sequence(row: Row, rows: list[Row]) -> None:
     row["checkpoint_state_json"]["sequence"] = 99
 
@@ -94,10 +108,13 @@ DEMO = "demo-session"
 
 FORGERIES = [
     # (session exported, row kind, change, what the error names)
-    (PLAIN, "event_journal", _set("event_json", {"msg": {"type": "no_such_event"}}), "event"),
-    (PLAIN, "event_journal", _set("event_json", "not an event"), "event"),
-    (PLAIN, "event_journal", _set("event_json", None), "event"),
-    (PLAIN, "event_journal", _set("stream_metrics_json", {}), "stream metrics"),
+    (PLAIN, "event_batches", _batch_event({"msg": {"type": "no_such_event"}}), "event batch"),
+    (PLAIN, "event_batches", _batch_event("not an event"), "event batch"),
+    (PLAIN, "event_batches", _set("events_json", "not a batch"), "event batch"),
+    (PLAIN, "event_batches", _set("events_json", None), "event batch"),
+    (PLAIN, "event_batches", _batch_metrics({}), "event batch"),
+    (PLAIN, "event_batches", _set("event_count", 99), "event batch does not match its index"),
+    (PLAIN, "event_batches", _set("first_sequence", 2), "event batch does not match its index"),
     (PLAIN, "sessions", _set("session_context_json", [1]), "session context"),
     (PLAIN, "sessions", _set("execution_stats_json", {"run_count": -1}), "execution stats"),
     (PLAIN, "sessions", _checkpoint_sequence, "does not match its index"),
@@ -159,7 +176,8 @@ def test_the_unforged_file_imports_and_reads(source: BlockingStore, store_url: s
         assert target.upkeep.doctor(deep=True).problems == []
 
 
-BAD_EVENT = '{"msg":{"type":"no_such_event"}}'
+BAD_BATCH = '[[1,1,{"msg":{"type":"no_such_event"}},[]]]'
+"""A batch whose one event no read can decode."""
 
 
 def test_a_forged_event_would_otherwise_break_every_event_page(
@@ -168,8 +186,8 @@ def test_a_forged_event_would_otherwise_break_every_event_page(
     """What the import protects: the same event stored directly makes event_page raise."""
     with turnstore.open_blocking(store_url) as target:
         import_jsonl(target, io.BytesIO(export_of(source, PLAIN)))
-    set_event = "UPDATE event_journal SET event_json = ? WHERE session_id = ?"
-    database.query(set_event, (BAD_EVENT, PLAIN))
+    set_batch = "UPDATE event_batches SET events_json = ? WHERE session_id = ?"
+    database.query(set_batch, (BAD_BATCH, PLAIN))
     with turnstore.open_blocking(store_url) as target, pytest.raises(CorruptRecord):
         target.event_page(PLAIN, EventPageRequest(limit=10))
 
@@ -184,7 +202,10 @@ def test_deep_doctor_names_every_row_a_read_would_refuse(store_url: str, databas
         store.save_state("global", "settings", {"a": 1})
         assert store.upkeep.doctor(deep=True).problems == []
     query = database.query
-    query("UPDATE event_journal SET event_json = ? WHERE session_id = ?", (BAD_EVENT, PLAIN))
+    query(
+        "UPDATE event_batches SET events_json = ? WHERE session_id = ? AND first_sequence = 1",
+        (BAD_BATCH, PLAIN),
+    )
     query("UPDATE sessions SET context_length = 9 WHERE session_id = ?", (DEMO,))
     query("UPDATE middleware_state SET value_json = ? WHERE scope = ?", ("{oops", "global"))
     query("UPDATE graph_nodes SET record_json = ? WHERE node_id = ?", ("[]", "n2"))
@@ -195,7 +216,7 @@ def test_deep_doctor_names_every_row_a_read_would_refuse(store_url: str, databas
     assert report.deep
     assert report.undecodable_row_count == 4, report.undecodable_rows
     rows = "\n".join(report.undecodable_rows)
-    assert f"event_journal row (session_id {PLAIN!r}, sequence 1): stored event" in rows
+    assert f"event_batches row (session_id {PLAIN!r}, first_sequence 1): stored event" in rows
     assert f"sessions row (session_id {DEMO!r}): checkpoint context holds" in rows
     assert "middleware_state row (scope 'global', key 'settings')" in rows
     assert f"graph_nodes row (session_id {RUNTIME!r}, node_id 'n2'): stored graph node" in rows

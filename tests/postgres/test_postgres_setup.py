@@ -36,6 +36,7 @@ TABLES = (
     "transcript_delta",
     "execution_journal",
     "event_journal",
+    "event_batches",
     "middleware_state",
 )
 
@@ -171,7 +172,7 @@ def test_errors_during_use_do_not_show_the_password(store_url, database):
 
         # Even when the server's own message quotes it.
         database.stop_failing_inserts_into("transcript_delta")
-        database.fail_inserts_into("event_journal", f"rejected for {secret}")
+        database.fail_inserts_into("event_batches", f"rejected for {secret}")
         with pytest.raises(StorageError) as quoted:
             store.save_with_events(checkpoint, [{"text": "hello"}], None, [warning("hello")])
         assert "rejected for" in str(quoted.value)

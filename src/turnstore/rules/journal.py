@@ -137,6 +137,13 @@ def prepare_event(event: TimestampedEvent) -> PreparedEvent:
     )
 
 
+def deleted_later(event: PreparedEvent) -> bool:
+    """Whether a later save may delete this stored event: a streaming step's delta (its
+    step's completion does) or a token count (the next one does). The journal keeps such
+    events a row each; every other event is stored with its save's batch."""
+    return event.columns.kind in STREAM_DELTA_KINDS or event.supersedes_token_count
+
+
 class StreamMetricAccumulator:
     """Accumulates one phase's delta timings; wall-clock regressions count as no gap."""
 

@@ -290,4 +290,18 @@ _MIGRATIONS: tuple[str, ...] = (
                          recorded_at_ms, delta_bytes)
         WHERE event_kind IN ('agent_message_content_delta', 'agent_reasoning_content_delta');
     """,
+    # 6: a save's events that no later save deletes are one row: a JSON array of
+    # [sequence, recorded_at_ms, event, stream metrics], keyed by its first sequence. Deltas
+    # of a step still streaming and token counts stay one row each in event_journal, where
+    # the step's completion or the next token count deletes them. Rows written before stay.
+    """
+    CREATE TABLE event_batches (
+        session_id {id} NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        first_sequence {bigint} NOT NULL CHECK (first_sequence > 0),
+        last_sequence {bigint} NOT NULL CHECK (last_sequence >= first_sequence),
+        event_count {bigint} NOT NULL CHECK (event_count > 0),
+        events_json TEXT NOT NULL,
+        PRIMARY KEY (session_id, first_sequence)
+    );
+    """,
 )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
+
+import msgspec
 
 from turnstore.backends.sql.engine import Query, Statements, Tx, insert, select
 from turnstore.errors import CorruptRecord, InvalidInput, SessionNotFound
@@ -22,6 +25,7 @@ from turnstore.rules.journal import (
     STREAM_DELTA_KINDS,
     EventWrite,
     PreparedEvent,
+    deleted_later,
     plan_event_write,
 )
 from turnstore.rules.pages import JournalQuery, split_page
@@ -29,12 +33,36 @@ from turnstore.rules.validation import validate_execution_record
 
 
 class EventRow(NamedTuple):
-    """One stored journal event, still JSON-encoded."""
+    """One stored journal event, still JSON-encoded (its own row, or taken from a batch)."""
 
     sequence: int
     recorded_at_ms: int
-    event_json: str
-    stream_metrics_json: str
+    event_json: str | bytes
+    stream_metrics_json: str | bytes
+
+
+class BatchRow(NamedTuple):
+    """One stored batch of a save's journal events, still JSON-encoded."""
+
+    first_sequence: int
+    last_sequence: int
+    events_json: str
+
+
+class BatchInsert(NamedTuple):
+    """One batch of journal events as written, in the INSERT's order by construction."""
+
+    session_id: str
+    first_sequence: int
+    last_sequence: int
+    event_count: int
+    events_json: str
+
+
+BatchEvents = list[tuple[int, int, msgspec.Raw, msgspec.Raw]]
+"""A batch's `events_json`: [sequence, recorded_at_ms, event, stream metrics] in order."""
+BATCH_CHUNK = 16
+"""Batches read per statement while a page gathers its events."""
 
 
 class EventInsert(NamedTuple):
@@ -130,6 +158,27 @@ class JournalSql(Statements):
         " WHERE session_id = ? AND event_kind = 'token_count' AND sequence < ?"
     )
     event_first_page, event_next_page = _pages(EventRow, "FROM event_journal")
+    # A forward keyset range scan of event_journal's primary key (session_id, sequence).
+    events_after = select(
+        EventRow,
+        "FROM event_journal WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+    )
+    insert_batch = insert(BatchInsert, "event_batches")
+    # Keyset range scans of the primary key (session_id, first_sequence). Batches do not
+    # overlap, so the one holding a cursor is the nearest that starts below it.
+    batches_newest = select(
+        BatchRow, "FROM event_batches WHERE session_id = ? ORDER BY first_sequence DESC LIMIT ?"
+    )
+    batches_before = select(
+        BatchRow,
+        "FROM event_batches WHERE session_id = ? AND first_sequence < ?"
+        " ORDER BY first_sequence DESC LIMIT ?",
+    )
+    batches_after = select(
+        BatchRow,
+        "FROM event_batches WHERE session_id = ? AND first_sequence > ?"
+        " ORDER BY first_sequence LIMIT ?",
+    )
     transcript_first_page, transcript_next_page = _pages(
         TranscriptRow, _TRANSCRIPT_FROM, "transcript_delta.", **_TRANSCRIPT_COLUMNS
     )
@@ -219,7 +268,8 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
         tx.run(sql.delete_step_deltas, (session_id, step))
     if write.token_count_floor is not None:
         tx.run(sql.delete_older_token_counts, (session_id, write.token_count_floor))
-    if write.rows:
+    singles = [row for row in write.rows if deleted_later(row[1])]
+    if singles:
         # Fields by position, in `EventInsert`'s order: a keyword call costs about 1 µs more
         # per event on the save path (mypy still checks each field's type).
         tx.many(
@@ -236,11 +286,38 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
                     event.event_json.decode(),
                     encode_json(metrics).decode() if metrics else "[]",
                 )
-                for sequence, event, metrics in write.rows
+                for sequence, event, metrics in singles
             ],
+        )
+    batched = [row for row in write.rows if not deleted_later(row[1])]
+    if batched:
+        tx.run(
+            sql.insert_batch,
+            BatchInsert(
+                session_id, batched[0][0], batched[-1][0], len(batched), _batch_json(batched)
+            ),
         )
     tx.wrote_events(session_id)
     return write.journal
+
+
+def _batch_json(rows: list[tuple[int, PreparedEvent, list[StreamMetrics]]]) -> str:
+    # The events are already encoded: the batch is their JSON joined, not encoded again.
+    parts = [
+        b"[%d,%d,%b,%b]"
+        % (
+            sequence,
+            event.recorded_at_ms,
+            event.event_json,
+            encode_json(metrics) if metrics else b"[]",
+        )
+        for sequence, event, metrics in rows
+    ]
+    return (b"[" + b",".join(parts) + b"]").decode()
+
+
+def _metrics_json(metrics: list[StreamMetrics]) -> bytes:
+    return encode_json(metrics) if metrics else b"[]"
 
 
 def store_events(
@@ -272,14 +349,70 @@ def event_page(tx: Tx, query: JournalQuery) -> EventPage:
     latest = tx.value(sql.latest_event, (query.session_id,))
     if latest is None:
         raise SessionNotFound("event journal session does not exist", session_id=query.session_id)
-    rows, last = split_page(
-        _page(tx, sql.event_first_page, sql.event_next_page, query), query.limit
-    )
+    rows, last = split_page(_newest_events(tx, query), query.limit)
     return EventPage(
         latest_sequence=latest,
         events=[_journal_event(query.session_id, row) for row in rows],
         next_before_sequence=None if last is None else last.sequence,
     )
+
+
+def _newest_events(tx: Tx, query: JournalQuery) -> list[EventRow]:
+    """The newest `query.fetch` events before the cursor, from their own rows and batches."""
+    sql = tx.sql(JournalSql)
+    singles = _page(tx, sql.event_first_page, sql.event_next_page, query)
+    batched: list[EventRow] = []
+    cursor = query.before
+    while len(batched) < query.fetch:
+        if cursor is None:
+            chunk = tx.rows(sql.batches_newest, (query.session_id, BATCH_CHUNK))
+        else:
+            chunk = tx.rows(sql.batches_before, (query.session_id, cursor, BATCH_CHUNK))
+        for batch in chunk:
+            events = batch_events(query.session_id, batch)
+            batched.extend(
+                row
+                for row in reversed(events)
+                if query.before is None or row.sequence < query.before
+            )
+        if len(chunk) < BATCH_CHUNK:
+            break
+        cursor = chunk[-1].first_sequence
+    merged = heapq.merge(singles, batched, key=_sequence, reverse=True)
+    return list(merged)[: query.fetch]
+
+
+def events_from(tx: Tx, session_id: str, after: int, limit: int) -> list[EventRow]:
+    """The oldest `limit` events after sequence `after`, from their own rows and batches."""
+    sql = tx.sql(JournalSql)
+    singles = tx.rows(sql.events_after, (session_id, after, limit))
+    batched: list[EventRow] = []
+    holding = tx.rows(sql.batches_before, (session_id, after + 1, 1))
+    for batch in holding:
+        if batch.last_sequence > after:
+            batched.extend(row for row in batch_events(session_id, batch) if row.sequence > after)
+    cursor = after
+    while len(batched) < limit:
+        chunk = tx.rows(sql.batches_after, (session_id, cursor, BATCH_CHUNK))
+        for batch in chunk:
+            batched.extend(batch_events(session_id, batch))
+        if len(chunk) < BATCH_CHUNK:
+            break
+        cursor = chunk[-1].first_sequence
+    return list(heapq.merge(singles, batched, key=_sequence))[:limit]
+
+
+def _sequence(row: EventRow) -> int:
+    return row.sequence
+
+
+def batch_events(session_id: str, batch: BatchRow) -> list[EventRow]:
+    """A stored batch's events, oldest first, each still JSON-encoded."""
+    events = decode_stored(batch.events_json, BatchEvents, "event batch", session_id)
+    return [
+        EventRow(sequence, recorded_at_ms, bytes(event), bytes(metrics))
+        for sequence, recorded_at_ms, event, metrics in events
+    ]
 
 
 # --- transcript and executions -----------------------------------------------------------------

@@ -48,6 +48,10 @@ _COLUMNS: dict[tuple[str, str], tuple[Any, str]] = {
     ("execution_journal", "record_json"): (ExecutionRecord, "execution record"),
     ("event_journal", "event_json"): (Event, "event"),
     ("event_journal", "stream_metrics_json"): (list[StreamMetrics], "stream metrics"),
+    ("event_batches", "events_json"): (
+        list[tuple[int, int, Event, list[StreamMetrics]]],
+        "event batch",
+    ),
     ("runtime_heads", "config_json"): (PersistedSessionConfig, "config"),
     ("runtime_heads", "agent_frames_json"): (list[AgentFrameRecord], "agent frames"),
     ("graph_nodes", "record_json"): (SessionNodeRecord, "graph node"),
@@ -130,6 +134,18 @@ class RowCheck:
         execution = decoded["record_json"]
         _validated(validate_execution_record, execution, "execution record", record.session_id)
 
+    def _batch(self, record: Any, decoded: dict[str, Any]) -> None:
+        sequences = [event[0] for event in decoded["events_json"]]
+        if (
+            not sequences
+            or sequences != sorted(set(sequences))
+            or (sequences[0], sequences[-1], len(sequences))
+            != (record.first_sequence, record.last_sequence, record.event_count)
+        ):
+            raise CorruptRecord(
+                "stored event batch does not match its index", session_id=record.session_id
+            )
+
     def _head(self, record: Any, decoded: dict[str, Any]) -> None:
         ensure_supported_schema_version("session head", record.schema_version, record.session_id)
         self._heads.append((record.session_id, record.checkpoint_ref))
@@ -143,6 +159,7 @@ _SPECIAL: dict[str, Callable[[RowCheck, Any, dict[str, Any]], None]] = {
     "sessions": RowCheck._session,
     "context_chunks": RowCheck._chunk,
     "execution_journal": RowCheck._execution,
+    "event_batches": RowCheck._batch,
     "runtime_heads": RowCheck._head,
     "turn_commits": RowCheck._turn,
 }

@@ -91,6 +91,11 @@ SESSION_TABLES: tuple[Table, ...] = (
         "sequence",
     ),
     _table(
+        "event_batches",
+        "session_id:text first_sequence:int last_sequence:int event_count:int events_json:json",
+        "first_sequence",
+    ),
+    _table(
         "runtime_heads",
         "session_id:text schema_version:int head_revision:int config_json:json"
         " agent_frames_json:json current_agent_frame_id:text checkpoint_ref:text"

@@ -69,7 +69,10 @@ class UpkeepSql(Statements):
         blob_bytes="CAST(coalesce(sum(length(data)), 0) AS BIGINT)",
     )
     turns = "SELECT count(*) FROM execution_journal"
-    events = "SELECT count(*) FROM event_journal"
+    events = (
+        "SELECT (SELECT count(*) FROM event_journal)"
+        " + (SELECT CAST(coalesce(sum(event_count), 0) AS BIGINT) FROM event_batches)"
+    )
     batches = "SELECT count(*) FROM transcript_delta"
     attachments = "SELECT count(*) FROM attachment_manifest"
     langgraph_checkpoints = "SELECT count(*) FROM lg_checkpoints"

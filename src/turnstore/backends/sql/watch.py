@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from turnstore.backends.sql.engine import Statements, Tx, select
-from turnstore.backends.sql.journals import EventRow, _journal_event
+from turnstore.backends.sql.journals import _journal_event, events_from
 from turnstore.errors import SessionNotFound
 from turnstore.records.checkpoint import EventPage
 from turnstore.rules.watch import AfterQuery
@@ -25,11 +25,6 @@ class Mark(NamedTuple):
 class WatchSql(Statements):
     """Statements of the forward event read and the high-water marks."""
 
-    # A forward keyset range scan of event_journal's primary key (session_id, sequence).
-    events_after = select(
-        EventRow,
-        "FROM event_journal WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
-    )
     latest_event = "SELECT latest_event_sequence FROM sessions WHERE session_id = ?"
     latest_marks = select(Mark, "FROM sessions WHERE {ids:session_id}")
 
@@ -40,7 +35,7 @@ def events_after(tx: Tx, query: AfterQuery) -> EventPage:
     latest = tx.value(sql.latest_event, (query.session_id,))
     if latest is None:
         raise SessionNotFound("event journal session does not exist", session_id=query.session_id)
-    rows = tx.rows(sql.events_after, (query.session_id, query.after, query.limit))
+    rows = events_from(tx, query.session_id, query.after, query.limit)
     return EventPage(
         latest_sequence=latest,
         events=[_journal_event(query.session_id, row) for row in rows],
