@@ -268,7 +268,7 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
         tx.run(sql.delete_step_deltas, (session_id, step))
     if write.token_count_floor is not None:
         tx.run(sql.delete_older_token_counts, (session_id, write.token_count_floor))
-    singles = [row for row in write.rows if deleted_later(row[1])]
+    singles = [(sequence, event, m) for sequence, event, m in write.rows if deleted_later(event)]
     if singles:
         # Fields by position, in `EventInsert`'s order: a keyword call costs about 1 µs more
         # per event on the save path (mypy still checks each field's type).
@@ -289,13 +289,15 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
                 for sequence, event, metrics in singles
             ],
         )
-    batched = [row for row in write.rows if not deleted_later(row[1])]
+    batched = [
+        (sequence, event, m) for sequence, event, m in write.rows if not deleted_later(event)
+    ]
     if batched:
+        first, _, _ = batched[0]
+        last, _, _ = batched[-1]
         tx.run(
             sql.insert_batch,
-            BatchInsert(
-                session_id, batched[0][0], batched[-1][0], len(batched), _batch_json(batched)
-            ),
+            BatchInsert(session_id, first, last, len(batched), _batch_json(batched)),
         )
     tx.wrote_events(session_id)
     return write.journal
