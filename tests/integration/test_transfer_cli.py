@@ -39,13 +39,17 @@ def test_import_refuses_a_line_over_max_line_mib(cli: Cli, store_url: str, tmp_p
 
 def test_doctor_deep_names_an_undecodable_row(cli: Cli, demo_url: str, database: Any) -> None:
     """doctor says the rows were not decoded; doctor --deep names the damaged event, exits 1."""
-    database.query("UPDATE event_journal SET event_json = ? WHERE sequence = 1", ('{"msg":1}',))
+    # The demo's first event is stored in its save's batch (schema 6).
+    damaged = '[[1,1,{"msg":1},[]]]'
+    database.query("UPDATE event_batches SET events_json = ? WHERE first_sequence = 1", (damaged,))
     shallow = cli("doctor", demo_url)
     assert shallow.exit_code == 0, shallow.output
     assert "not checked (--deep)" in shallow.stdout
     deep = cli("doctor", demo_url, "--deep")
     assert deep.exit_code == 1, deep.output
-    assert "undecodable event_journal row (session_id 'demo-session', sequence 1)" in deep.stdout
+    assert "undecodable event_batches row (session_id 'demo-session', first_sequence 1)" in (
+        deep.stdout
+    )
     report = json.loads(cli("doctor", demo_url, "--deep", "--json").stdout)
     assert report["deep"] is True
     assert report["undecodable_row_count"] >= 1
