@@ -143,3 +143,5 @@ def _pages_agree(store: Any, session_id: str) -> None:
                 assert found[-1].sequence > after
                 after = found[-1].sequence
             assert forward == sorted(sequence for sequence in whole if sequence > start)
+    # The largest cursor there is: nothing after it, and no arithmetic past the range.
+    assert store.events_after(session_id, 2**63 - 1, 5).events == []

@@ -505,6 +505,15 @@ PLAN_CASES = [
         (("session_id", "="), ("first_sequence", "<")),
     ),
     _case(
+        "batch-holding",
+        "The batch holding a forward cursor is a backward primary-key range scan bounded by it.",
+        "journals.batch_holding",
+        lambda plans: (BIG, BEFORE),
+        "event_batches",
+        PRIMARY_KEY,
+        (("session_id", "="), ("first_sequence", "<=")),
+    ),
+    _case(
         "batches-after",
         "Event batches after a cursor are a forward primary-key range scan bounded by it.",
         "journals.batches_after",

@@ -174,6 +174,11 @@ class JournalSql(Statements):
         "FROM event_batches WHERE session_id = ? AND first_sequence < ?"
         " ORDER BY first_sequence DESC LIMIT ?",
     )
+    batch_holding = select(
+        BatchRow,
+        "FROM event_batches WHERE session_id = ? AND first_sequence <= ?"
+        " ORDER BY first_sequence DESC LIMIT 1",
+    )
     batches_after = select(
         BatchRow,
         "FROM event_batches WHERE session_id = ? AND first_sequence > ?"
@@ -389,7 +394,8 @@ def events_from(tx: Tx, session_id: str, after: int, limit: int) -> list[EventRo
     sql = tx.sql(JournalSql)
     singles = tx.rows(sql.events_after, (session_id, after, limit))
     batched: list[EventRow] = []
-    holding = tx.rows(sql.batches_before, (session_id, after + 1, 1))
+    # The batch that may hold `after` (and events past it): the nearest starting at or below.
+    holding = tx.rows(sql.batch_holding, (session_id, after))
     for batch in holding:
         if batch.last_sequence > after:
             batched.extend(row for row in batch_events(session_id, batch) if row.sequence > after)
