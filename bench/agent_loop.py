@@ -42,10 +42,8 @@ from bench.specs import (
     tmpfs_directory,
 )
 from bench.tmpfs_rows import ROUNDS, tmpfs_rows
-from bench.workload import STATE_BYTES, make_turn, session_id
+from bench.workload import SEED, STATE_BYTES, make_turn, session_id
 
-SEED = 20_240_601
-"""The workload's seed: every run writes the same bytes."""
 PG_WRITERS = 8
 """Concurrent writers of the PostgreSQL concurrency rows."""
 PG_ROUNDS = 3

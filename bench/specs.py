@@ -117,34 +117,7 @@ def peer_specs() -> list[PeerSpec]:
             lambda p, t: TurnstoreBlockingPeer(p.sqlite_url(t, "tsbe"), events=True),
             tmpfs=True,
         ),
-        PeerSpec(
-            "same-work",
-            "sqlite",
-            (),
-            lambda p, t: SameWorkPeer(f(p, t, "same"), events=False),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "same-work-async",
-            "sqlite",
-            (),
-            lambda p, t: SameWorkPeer(f(p, t, "same-async"), events=False, hop=True),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "same-work+events",
-            "sqlite",
-            (),
-            lambda p, t: SameWorkPeer(f(p, t, "same-events"), events=True),
-            tmpfs=True,
-        ),
-        PeerSpec(
-            "same-work-async+events",
-            "sqlite",
-            (),
-            lambda p, t: SameWorkPeer(f(p, t, "same-async-events"), events=True, hop=True),
-            tmpfs=True,
-        ),
+        *(_same_work(events, hop) for events in (False, True) for hop in (False, True)),
         PeerSpec(
             "langgraph-sqlite-graph",
             "sqlite",
@@ -219,6 +192,18 @@ def peer_specs() -> list[PeerSpec]:
             True,
         ),
     ]
+
+
+def _same_work(events: bool, hop: bool) -> PeerSpec:
+    """`same-work`, `-async`, `+events`: stdlib sqlite3 sending a turnstore save's rows."""
+    name = ("same-work-async" if hop else "same-work") + ("+events" if events else "")
+    return PeerSpec(
+        name,
+        "sqlite",
+        (),
+        lambda p, t: SameWorkPeer(Places.file(p, t, name), events=events, hop=hop),
+        tmpfs=True,
+    )
 
 
 def _ts(url: str, events: bool) -> TurnstorePeer:

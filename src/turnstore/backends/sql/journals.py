@@ -273,7 +273,10 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
         tx.run(sql.delete_step_deltas, (session_id, step))
     if write.token_count_floor is not None:
         tx.run(sql.delete_older_token_counts, (session_id, write.token_count_floor))
-    singles = [(sequence, event, m) for sequence, event, m in write.rows if deleted_later(event)]
+    singles: list[tuple[int, PreparedEvent, list[StreamMetrics]]] = []
+    batched: list[tuple[int, PreparedEvent, list[StreamMetrics]]] = []
+    for sequence, event, metrics in write.rows:
+        (singles if deleted_later(event) else batched).append((sequence, event, metrics))
     if singles:
         # Fields by position, in `EventInsert`'s order: a keyword call costs about 1 µs more
         # per event on the save path (mypy still checks each field's type).
@@ -289,14 +292,11 @@ def write_events(tx: Tx, session_id: str, write: EventWrite | None) -> list[Jour
                     event.columns.stream_phase,
                     event.columns.delta_bytes,
                     event.event_json.decode(),
-                    encode_json(metrics).decode() if metrics else "[]",
+                    _metrics_json(metrics).decode(),
                 )
                 for sequence, event, metrics in singles
             ],
         )
-    batched = [
-        (sequence, event, m) for sequence, event, m in write.rows if not deleted_later(event)
-    ]
     if batched:
         first, _, _ = batched[0]
         last, _, _ = batched[-1]
@@ -312,12 +312,7 @@ def _batch_json(rows: list[tuple[int, PreparedEvent, list[StreamMetrics]]]) -> s
     # The events are already encoded: the batch is their JSON joined, not encoded again.
     parts = [
         b"[%d,%d,%b,%b]"
-        % (
-            sequence,
-            event.recorded_at_ms,
-            event.event_json,
-            encode_json(metrics) if metrics else b"[]",
-        )
+        % (sequence, event.recorded_at_ms, event.event_json, _metrics_json(metrics))
         for sequence, event, metrics in rows
     ]
     return (b"[" + b",".join(parts) + b"]").decode()
