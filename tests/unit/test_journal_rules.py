@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from typing import Any
 
 import pytest
@@ -25,6 +26,8 @@ from turnstore.events import (
     AgentMessageContentDeltaEvent,
     AgentReasoningContentDeltaEvent,
     FrontendEventMsg,
+    FrontendWidget,
+    FrontendWidgetEvent,
     MessageTarget,
     ModelStepCompleted,
     ModelStepCompletedEvent,
@@ -54,9 +57,10 @@ from turnstore.rules.journal import (
     is_transient,
     next_event_sequence,
     prepare_event,
+    prepare_events,
     stream_metrics,
 )
-from turnstore.rules.values import revalidated
+from turnstore.rules.values import require, revalidated
 
 # --- event_index ----------------------------------------------------------------------------
 
@@ -208,7 +212,7 @@ def test_prepare_event_describes_the_journal_work(tag: str) -> None:
     assert prepared.transient is is_transient(msg)
     assert prepared.compacts_step_deltas is completes_model_step(msg)
     assert prepared.supersedes_token_count is (tag == "token_count")
-    assert prepared.source == source
+    assert prepared.event == source.event
     journal_event = prepared.journal_event(5, [])
     assert journal_event == JournalEvent(
         sequence=5, recorded_at_ms=0, event=source.event, stream_metrics=[]
@@ -238,7 +242,7 @@ def test_prepare_event_keeps_the_largest_timestamp() -> None:
     event = TimestampedEvent(recorded_at_ms=I64_MAX, event=Event(msg=WarningEvent(message="x")))
     prepared = prepare_event(event)
     assert prepared.recorded_at_ms == I64_MAX
-    assert prepared.source == event
+    assert prepared.event == event.event
     assert prepared.event_json == event.event.to_json()
 
 
@@ -248,6 +252,121 @@ def test_prepare_event_does_not_change_its_input() -> None:
     before = copy.deepcopy(source)
     prepare_event(source)
     assert source == before
+
+
+# --- prepare_events: a save's events in one pass ---------------------------------------------
+
+
+def _one_by_one(events: list[Any]) -> Any:
+    """What preparing each event on its own gives: the list, or the first refusal."""
+    try:
+        return [prepare_event(require(event, TimestampedEvent, "event")) for event in events]
+    except TurnstoreError as error:
+        return (type(error), str(error))
+
+
+def _all_at_once(events: list[Any]) -> Any:
+    try:
+        return prepare_events(events)
+    except TurnstoreError as error:
+        return (type(error), str(error))
+
+
+def test_prepare_events_equals_preparing_each_event() -> None:
+    """Every kind of event at once: the same index, flags, JSON and record as one at a time."""
+    events = [
+        TimestampedEvent(recorded_at_ms=at, event=Event(submission_id="s", msg=msg))
+        for at, msg in enumerate(
+            [
+                *event_msgs().values(),
+                *(FrontendEventMsg(event=e) for e in frontend_events().values()),
+            ]
+        )
+    ]
+    together = prepare_events(events)
+    assert together == _one_by_one(events)
+    assert [p.event_json for p in together] == [e.event.to_json() for e in events]
+
+
+def test_prepare_events_splits_json_holding_newlines() -> None:
+    """Each event's JSON is its own line even where its text holds newlines."""
+    events = [
+        TimestampedEvent(recorded_at_ms=1, event=Event(msg=WarningEvent(message=text)))
+        for text in ("a\nb", "\n", "\r\n\u2028", "")
+    ]
+    assert [p.event_json for p in prepare_events(events)] == [e.event.to_json() for e in events]
+
+
+BAD_EVENTS = {
+    "negative u64": TimestampedEvent(
+        recorded_at_ms=1, event=Event(msg=TokenCountEvent(total_usage=TokenUsage(total_tokens=-3)))
+    ),
+    "u64 overflow": TimestampedEvent(
+        recorded_at_ms=1,
+        event=Event(msg=TokenCountEvent(total_usage=TokenUsage(total_tokens=2**64))),
+    ),
+    "negative timestamp": TimestampedEvent(
+        recorded_at_ms=-1, event=Event(msg=WarningEvent(message="x"))
+    ),
+    "timestamp past i64": TimestampedEvent(
+        recorded_at_ms=I64_MAX + 1, event=Event(msg=WarningEvent(message="x"))
+    ),
+    "text timestamp": TimestampedEvent(
+        recorded_at_ms="1",
+        event=Event(msg=WarningEvent(message="x")),  # type: ignore[arg-type]
+    ),
+    "lone surrogate": TimestampedEvent(
+        recorded_at_ms=1, event=Event(msg=WarningEvent(message="\ud800"))
+    ),
+    "NaN in a typed field": TimestampedEvent(
+        recorded_at_ms=1,
+        event=Event(
+            msg=FrontendEventMsg(
+                event=FrontendWidgetEvent(
+                    capability="c",
+                    item=FrontendWidget(id="w", slot="header", text="t", progress=math.nan),
+                )
+            )
+        ),
+    ),
+    "not an event": {"recorded_at_ms": 1, "event": {"msg": {"type": "warning"}}},
+    "dict as message": TimestampedEvent(
+        recorded_at_ms=1,
+        event=Event(msg={"type": "warning", "message": "x"}),  # type: ignore[arg-type]
+    ),
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_EVENTS))
+@pytest.mark.parametrize("position", [0, 3, 7])
+def test_prepare_events_refuses_as_one_at_a_time(bad: str, position: int) -> None:
+    """A bad event among good ones is refused with the message preparing it alone gives."""
+    good = [
+        TimestampedEvent(recorded_at_ms=n, event=Event(msg=WarningEvent(message=str(n))))
+        for n in range(7)
+    ]
+    events: list[Any] = [*good[:position], BAD_EVENTS[bad], *good[position:]]
+    expected = _one_by_one(events)
+    assert isinstance(expected, tuple), "the sample must be refused"
+    assert _all_at_once(events) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(event_msgs())),
+            st.one_of(st.integers(min_value=-2, max_value=2**64), st.sampled_from([True, 1.5])),
+        ),
+        max_size=8,
+    )
+)
+def test_prepare_events_property(picks: list[tuple[str, Any]]) -> None:
+    """Any list of events, timestamps in and out of range: the same answer as one at a time."""
+    events = [
+        TimestampedEvent(recorded_at_ms=at, event=Event(msg=event_msgs()[tag])) for tag, at in picks
+    ]
+    assert _all_at_once(events) == _one_by_one(events)
 
 
 def test_next_event_sequence() -> None:

@@ -65,6 +65,22 @@ def encode_json(value: object) -> bytes:
     return _ENCODER.encode(value)
 
 
+def encode_json_lines(values: list[Any]) -> bytes:
+    """Encode each value as compact JSON followed by a newline (no JSON text holds one)."""
+    return _ENCODER.encode_lines(values)
+
+
+def decode_json_lines(data: bytes, type_: type[T]) -> list[T]:
+    """Decode newline-delimited JSON into a list of `type_`; `RecordDecodeError` if one fails."""
+    try:
+        values: list[T] = _decoder(type_).decode_lines(data)
+        return values
+    except msgspec.DecodeError as error:
+        raise RecordDecodeError(
+            f"{getattr(type_, '__name__', type_)} does not decode: {error}"
+        ) from None
+
+
 def decode_json(data: bytes | str, type_: type[T]) -> T:
     """Decode JSON into `type_`, raising `RecordDecodeError` when it does not fit."""
     try:

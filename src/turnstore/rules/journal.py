@@ -33,7 +33,13 @@ from turnstore.records.protocol import (
     TurnStartedEvent,
 )
 from turnstore.rules.validation import optional_identifier
-from turnstore.rules.values import revalidated, round_tripped, typed_record
+from turnstore.rules.values import (
+    require,
+    revalidated,
+    round_tripped,
+    round_tripped_all,
+    typed_record,
+)
 
 STREAM_DELTA_KINDS = ("agent_message_content_delta", "agent_reasoning_content_delta")
 """Event kinds that a completed model step makes redundant."""
@@ -49,22 +55,67 @@ class EventIndex(NamedTuple):
     delta_bytes: int | None = None
 
 
+class _MsgType(NamedTuple):
+    """What the journal needs to know of a message type, worked out once per type."""
+
+    kind: str
+    delta: int
+    """1: a content delta, whose phase it carries; 2: a reasoning delta; 0: no delta."""
+    step: bool
+    """Whether the type has a `model_step_id` field."""
+    transient: int
+    """0: never transient; 1: always; 2: a frontend event, transient unless a notice."""
+
+
+_MSG_TYPES: dict[type, _MsgType] = {}
+
+
+def _msg_type(cls: type) -> _MsgType:
+    found = _MSG_TYPES.get(cls)
+    if found is None:
+        delta = (
+            1
+            if issubclass(cls, AgentMessageContentDeltaEvent)
+            else 2
+            if issubclass(cls, AgentReasoningContentDeltaEvent)
+            else 0
+        )
+        transient = (
+            1
+            if issubclass(cls, SessionHistoryEvent | SessionResumeRequestedEvent)
+            else 2
+            if issubclass(cls, FrontendEventMsg)
+            else 0
+        )
+        step = "model_step_id" in getattr(cls, "__struct_fields__", ())
+        kind: str = cls.__struct_config__.tag  # type: ignore[attr-defined]
+        # A benign race: two threads may both build the same entry.
+        found = _MSG_TYPES[cls] = _MsgType(kind, delta, step, transient)
+    return found
+
+
 def event_index(msg: EventMsg) -> EventIndex:
     """Return the journal index of an event: its kind, model step and stream phase."""
-    kind: str = msg.__struct_config__.tag  # type: ignore[assignment]
-    if isinstance(msg, AgentMessageContentDeltaEvent):
-        return EventIndex(kind, msg.model_step_id, msg.phase, len(msg.delta.encode()))
-    if isinstance(msg, AgentReasoningContentDeltaEvent):
-        return EventIndex(kind, msg.model_step_id, "reasoning", len(msg.delta.encode()))
+    facts = _msg_type(type(msg))
+    if facts.delta == 1:
+        assert isinstance(msg, AgentMessageContentDeltaEvent)
+        return EventIndex(facts.kind, msg.model_step_id, msg.phase, len(msg.delta.encode()))
+    if facts.delta == 2:
+        assert isinstance(msg, AgentReasoningContentDeltaEvent)
+        return EventIndex(facts.kind, msg.model_step_id, "reasoning", len(msg.delta.encode()))
+    if not facts.step:
+        return EventIndex(facts.kind)
     model_step_id = getattr(msg, "model_step_id", None)
-    return EventIndex(kind, model_step_id if isinstance(model_step_id, str) else None)
+    return EventIndex(facts.kind, model_step_id if isinstance(model_step_id, str) else None)
 
 
 def is_transient(msg: EventMsg) -> bool:
     """Whether an event is delivered but never kept: history replays, resumes, frontend UI."""
-    if isinstance(msg, SessionHistoryEvent | SessionResumeRequestedEvent):
-        return True
-    return isinstance(msg, FrontendEventMsg) and not isinstance(msg.event, FrontendNotice)
+    transient = _msg_type(type(msg)).transient
+    if transient == 2:
+        assert isinstance(msg, FrontendEventMsg)
+        return not isinstance(msg.event, FrontendNotice)
+    return transient == 1
 
 
 def completes_model_step(msg: EventMsg) -> bool:
@@ -85,16 +136,53 @@ class PreparedEvent(NamedTuple):
     transient: bool
     compacts_step_deltas: bool
     supersedes_token_count: bool
-    source: TimestampedEvent
+    event: Event
+    """The validated event, as the journal record hands it back."""
 
     def journal_event(self, sequence: int, metrics: list[StreamMetrics]) -> JournalEvent:
         """Return the journal record this event became at `sequence`."""
         return JournalEvent(
             sequence=sequence,
             recorded_at_ms=self.recorded_at_ms,
-            event=self.source.event,
+            event=self.event,
             stream_metrics=metrics,
         )
+
+
+def prepare_events(events: list[object]) -> list[PreparedEvent]:
+    """Validate and encode a save's events before any I/O: `prepare_event` of each.
+
+    Where every event is a typed message with an in-range timestamp, the whole list is
+    round-tripped in one pass of msgspec's C code; otherwise, or if that pass finds anything
+    wrong, each event goes through `prepare_event`, which names what it refuses.
+    """
+    stamps = _one_pass(events)
+    checked = None if stamps is None else round_tripped_all([s.event for s in stamps], Event)
+    if stamps is None or checked is None:
+        return [prepare_event(require(event, TimestampedEvent, "event")) for event in events]
+    return [
+        _prepared(stamp.recorded_at_ms, event, data)
+        for stamp, (event, data) in zip(stamps, checked, strict=True)
+    ]
+
+
+def _one_pass(events: list[object]) -> list[TimestampedEvent] | None:
+    """The events, if each may take the one-pass round trip (see `prepare_event`)."""
+    stamps: list[TimestampedEvent] = []
+    for stamp in events:
+        if type(stamp) is not TimestampedEvent:
+            return None
+        at = stamp.recorded_at_ms
+        inner = stamp.event
+        if (
+            type(at) is not int
+            or not 0 <= at <= I64_MAX
+            or type(inner) is not Event
+            or not typed_record(type(inner.msg))
+        ):
+            return None
+        stamps.append(stamp)
+    return stamps
 
 
 def prepare_event(event: TimestampedEvent) -> PreparedEvent:
@@ -118,22 +206,25 @@ def prepare_event(event: TimestampedEvent) -> PreparedEvent:
     )
     if found is None:
         source, _ = revalidated(event, free=free)
-        checked_event, event_json = source.event, source.event.to_json()
-    else:
-        checked_event, event_json = found
-        source = TimestampedEvent(recorded_at_ms=recorded_at_ms, event=checked_event)
-    msg = checked_event.msg
+        return _prepared(source.recorded_at_ms, source.event, source.event.to_json())
+    checked_event, event_json = found
+    return _prepared(recorded_at_ms, checked_event, event_json)
+
+
+def _prepared(recorded_at_ms: int, event: Event, event_json: bytes) -> PreparedEvent:
+    """A validated event's journal work: its index columns and what appending it replaces."""
+    msg = event.msg
     index = event_index(msg)
     # The journal indexes events by model step, so that id is a key, not content.
     optional_identifier(index.model_step_id, "event model step ID")
     return PreparedEvent(
-        source.recorded_at_ms,
+        recorded_at_ms,
         event_json,
         index,
         is_transient(msg),
         completes_model_step(msg),
         index.kind == "token_count",
-        source,
+        event,
     )
 
 

@@ -15,7 +15,7 @@ from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, Timestampe
 from turnstore.records.context import CLEAN, Context, ContextMark
 from turnstore.records.protocol import SessionContext
 from turnstore.rules.context import digest
-from turnstore.rules.journal import PreparedEvent, prepare_event
+from turnstore.rules.journal import PreparedEvent, prepare_events
 from turnstore.rules.messages import user_text
 from turnstore.rules.validation import (
     display_text,
@@ -135,10 +135,7 @@ def prepare_save(
     storage_integer(state.sequence, "checkpoint sequence exceeds SQLite INTEGER")
     storage_integer(state.context_epoch, "checkpoint context epoch exceeds SQLite INTEGER")
     delta = collection(transcript_delta, "transcript_delta", ordered=True)
-    prepared_events = [
-        prepare_event(require(event, TimestampedEvent, "event"))
-        for event in collection(events, "events", ordered=True)
-    ]
+    prepared_events = prepare_events(collection(events, "events", ordered=True))
     return PreparedSave(
         session_id=state.session_id,
         sequence=state.sequence,
