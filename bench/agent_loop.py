@@ -31,7 +31,13 @@ from bench.measure import (
     proc_io_available,
 )
 from bench.peers import close_all
-from bench.postgres import DEFAULT_URL, ScratchDatabase, commit_ceiling, unavailable
+from bench.postgres import (
+    DEFAULT_URL,
+    ScratchDatabase,
+    commit_ceiling,
+    lone_commit_ceiling,
+    unavailable,
+)
 from bench.specs import (
     SHM,
     PeerSpec,
@@ -189,7 +195,15 @@ async def _sqlite_concurrency(args: argparse.Namespace, places: Places) -> dict[
     async def one_task(url: str) -> phases.ConcurrencyRow:
         return await phases.async_writers(url, work, meter, one_writer=True)
 
-    runs = {"asyncio tasks": async_tasks, "threads": threads, "asyncio, 1 task": one_task}
+    async def grouped(url: str) -> phases.ConcurrencyRow:
+        return await phases.same_work_grouped(Path(url.removeprefix("sqlite:///")), work, meter)
+
+    runs = {
+        "asyncio tasks": async_tasks,
+        "threads": threads,
+        "asyncio, 1 task": one_task,
+        phases.GROUPED: grouped,
+    }
     ceilings = [await phases.ceiling_block(places.directory / "ceiling-0.log")]
     rows = []
     for round_ in range(SQLITE_ROUNDS):
@@ -244,8 +258,10 @@ async def _postgres_concurrency(args: argparse.Namespace, places: Places) -> dic
         commit_ceiling(places.database.url, writers, max(20, per_writer * 2))
         for _ in range(PG_ROUNDS)
     ]
+    lone = [lone_commit_ceiling(places.database.url, max(20, per_writer * 2)) for _ in ceilings]
     return {
         "writers": writers,
+        "lone_commits_per_s": _median(lone),
         "one_writer_turns_per_s": _median([r["turns_per_s"] for r in single]),
         "many_writers_turns_per_s": _median([r["turns_per_s"] for r in many]),
         "server_commits_per_s": _median(ceilings),

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import turnstore
 from bench.measure import ByteMeter, Series, timed
 from bench.peers import DiskCeilingPeer, Peer, TurnstorePeer
+from bench.same_work import SameWorkPeer
 from bench.workload import ITEMS_PER_TURN, Turn, make_turn, session_id
 
 T = TypeVar("T")
@@ -285,3 +286,30 @@ def thread_writers(url: str, work: dict[str, list[Turn]], meter: ByteMeter) -> C
     store.close()
     total = sum(len(turns) for turns in work.values())
     return ConcurrencyRow("threads", len(work), total, seconds, written, stats.transactions)
+
+
+GROUPED = "same work, one commit a round"
+"""The concurrency row of stdlib sqlite3 sending every writer's turn of a round in one commit."""
+
+
+async def same_work_grouped(
+    path: Path, work: dict[str, list[Turn]], meter: ByteMeter
+) -> ConcurrencyRow:
+    """The concurrent writers' rows sent by stdlib sqlite3 from one thread, one commit a round.
+
+    Each round carries one turn of every writer, each in a SAVEPOINT, as turnstore's group
+    commit carries concurrent saves when every writer's turn joins one commit: the most
+    turns per second a store sending these rows from Python can reach on this disk.
+    """
+    peer = SameWorkPeer(path, events=False)
+    await peer.setup()
+    rounds = len(next(iter(work.values())))
+
+    def run() -> None:
+        for index in range(rounds):
+            peer.save_group([(session, turns[index]) for session, turns in work.items()])
+
+    _, seconds, written = await timed(lambda: asyncio.to_thread(run), meter)
+    await peer.close()
+    total = sum(len(turns) for turns in work.values())
+    return ConcurrencyRow(GROUPED, len(work), total, seconds, written, rounds)

@@ -129,3 +129,26 @@ def commit_ceiling(url: str, clients: int, commits: int) -> float:
         finally:
             admin.execute(f"DROP TABLE {table}")
     return clients * commits / seconds
+
+
+def lone_commit_ceiling(url: str, commits: int) -> float:
+    """Durable commits per second of one connection sending one autocommitted INSERT each.
+
+    One round trip and one commit per turn, with no library above the driver: no store that
+    commits each turn on its own, one at a time, can save more turns per second.
+    """
+    import psycopg
+
+    table = f"ceiling_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f"CREATE TABLE {table} (n INTEGER, body TEXT)")
+        try:
+            insert = f"INSERT INTO {table} VALUES (%s, %s)"
+            connection.execute(insert, (0, "x" * 100), prepare=True)
+            started = time.perf_counter()
+            for n in range(commits):
+                connection.execute(insert, (n, "x" * 100), prepare=True)
+            seconds = time.perf_counter() - started
+        finally:
+            connection.execute(f"DROP TABLE {table}")
+    return commits / seconds

@@ -125,6 +125,22 @@ class SameWorkPeer(Peer):
             self._save(session, turn)
 
     def _save(self, session: str, turn: Turn) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        self._statements(session, turn)
+        self.db.execute("COMMIT")
+
+    def save_group(self, turns: list[tuple[str, Turn]]) -> None:
+        """Save several sessions' turns in one transaction, each in a SAVEPOINT, as turnstore's
+        group commit runs concurrent saves: the most a store sending these rows can do."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        for session, turn in turns:
+            db.execute("SAVEPOINT job")
+            self._statements(session, turn)
+            db.execute("RELEASE job")
+        db.execute("COMMIT")
+
+    def _statements(self, session: str, turn: Turn) -> None:
         kept = self._session(session, turn)
         state = kept.state
         state["sequence"] += 1
@@ -136,7 +152,6 @@ class SameWorkPeer(Peer):
         items_json = compact(turn.items)
         tail = hashlib.blake2b(compact(turn.items[-1]).encode(), digest_size=16).digest()
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
         locked = db.execute(LOCK, (session,)).fetchone()
         if events:
             steps = sorted({e.event.msg.model_step_id for e in events if _kind(e) == COMPLETED})
@@ -175,7 +190,6 @@ class SameWorkPeer(Peer):
                 + "]"
             )
             db.execute(INSERT_EVENTS, (session, rows[0][0], rows[-1][0], len(rows), batch))
-        db.execute("COMMIT")
         kept.context_length += len(turn.items)
         kept.latest_event = latest_event
 

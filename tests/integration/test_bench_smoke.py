@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.measure import proc_io_available  # noqa: E402
+from bench.phases import GROUPED  # noqa: E402
 from bench.specs import TMPFS, PeerSpec, importable, peer_specs  # noqa: E402
 
 pytestmark = pytest.mark.peers
@@ -127,15 +128,21 @@ def test_concurrency_rows(smoke: tuple[dict[str, Any], str]) -> None:
     sqlite = doc["concurrency"]["sqlite"]
     assert sqlite["ceiling_commits_per_s"] > 0
     assert len(sqlite["ceiling_blocks"]) == len(sqlite["rows"]) + 1
-    assert set(sqlite["modes"]) == {"asyncio tasks", "threads", "asyncio, 1 task"}
+    assert set(sqlite["modes"]) == {"asyncio tasks", "threads", "asyncio, 1 task", GROUPED}
     assert sqlite["modes"]["asyncio tasks"]["writers"] == 4
     for row in sqlite["rows"]:
         assert row["turns"] == 4 * 3
         assert row["turns_per_s"] > 0
         assert row["transactions"] > 0
         assert row["vs_ceiling"] > 0
+    # The grouped same-work reference commits once a round: 3 turns of each of 4 writers.
+    assert sqlite["modes"][GROUPED]["writes_per_transaction"] == 4
+    grouped = [t for t in doc["targets"] if "concurrent sessions" in t["name"]]
+    assert grouped
+    assert all(t["ceiling_bound"] is not None for t in grouped)
     if postgres_unavailable() is None:
         postgres = doc["concurrency"]["postgres"]
+        assert postgres["lone_commits_per_s"] > 0
         assert postgres["one_writer_turns_per_s"] > 0
         assert postgres["many_writers_turns_per_s"] > 0
 
