@@ -177,3 +177,19 @@ def test_wal_pages_names_the_btrees_a_save_writes(events: bool) -> None:
     # The workload's events are stored with their save's batch; none is a row of its own.
     assert ("event_batches" in names) is events
     assert "event_journal" not in names
+
+
+def test_rss_floor_prints_both_children_and_their_difference() -> None:
+    """`bench.rss_floor` runs turnstore's peers and the state-holding peers, each in a child."""
+    command = [sys.executable, "-m", "bench.rss_floor", "--sessions", "2", "--turns", "2"]
+    command += ["--scaling", "2,3"]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=100, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    figures = [float(line.rsplit(" ", 2)[-2]) for line in done.stdout.splitlines()]
+    assert len(figures) == 3, done.stdout
+    turnstore, held, added = figures
+    assert turnstore >= 0
+    assert held >= 0
+    assert added == pytest.approx(turnstore - held, abs=0.11)
