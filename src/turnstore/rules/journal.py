@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from functools import cache
+from typing import NamedTuple, TypeGuard
 
 from turnstore.errors import InvalidInput
 from turnstore.records.base import I64_MAX, U64_MAX
@@ -67,31 +68,25 @@ class _MsgType(NamedTuple):
     """0: never transient; 1: always; 2: a frontend event, transient unless a notice."""
 
 
-_MSG_TYPES: dict[type, _MsgType] = {}
-
-
+@cache
 def _msg_type(cls: type) -> _MsgType:
-    found = _MSG_TYPES.get(cls)
-    if found is None:
-        delta = (
-            1
-            if issubclass(cls, AgentMessageContentDeltaEvent)
-            else 2
-            if issubclass(cls, AgentReasoningContentDeltaEvent)
-            else 0
-        )
-        transient = (
-            1
-            if issubclass(cls, SessionHistoryEvent | SessionResumeRequestedEvent)
-            else 2
-            if issubclass(cls, FrontendEventMsg)
-            else 0
-        )
-        step = "model_step_id" in getattr(cls, "__struct_fields__", ())
-        kind: str = cls.__struct_config__.tag  # type: ignore[attr-defined]
-        # A benign race: two threads may both build the same entry.
-        found = _MSG_TYPES[cls] = _MsgType(kind, delta, step, transient)
-    return found
+    delta = (
+        1
+        if issubclass(cls, AgentMessageContentDeltaEvent)
+        else 2
+        if issubclass(cls, AgentReasoningContentDeltaEvent)
+        else 0
+    )
+    transient = (
+        1
+        if issubclass(cls, SessionHistoryEvent | SessionResumeRequestedEvent)
+        else 2
+        if issubclass(cls, FrontendEventMsg)
+        else 0
+    )
+    step = "model_step_id" in getattr(cls, "__struct_fields__", ())
+    kind: str = cls.__struct_config__.tag  # type: ignore[attr-defined]
+    return _MsgType(kind, delta, step, transient)
 
 
 def event_index(msg: EventMsg) -> EventIndex:
@@ -167,22 +162,24 @@ def prepare_events(events: list[object]) -> list[PreparedEvent]:
 
 
 def _one_pass(events: list[object]) -> list[TimestampedEvent] | None:
-    """The events, if each may take the one-pass round trip (see `prepare_event`)."""
-    stamps: list[TimestampedEvent] = []
-    for stamp in events:
-        if type(stamp) is not TimestampedEvent:
-            return None
-        at = stamp.recorded_at_ms
-        inner = stamp.event
-        if (
-            type(at) is not int
-            or not 0 <= at <= I64_MAX
-            or type(inner) is not Event
-            or not typed_record(type(inner.msg))
-        ):
-            return None
-        stamps.append(stamp)
-    return stamps
+    """The events, if each may take the one-pass round trip."""
+    stamps = [stamp for stamp in events if _takes_one_pass(stamp)]
+    return stamps if len(stamps) == len(events) else None
+
+
+def _takes_one_pass(stamp: object) -> TypeGuard[TimestampedEvent]:
+    """A timestamped event whose round trip in msgspec's C code is its whole check: a fully
+    typed message (no free JSON to walk) and an `int` timestamp in the column's range."""
+    if type(stamp) is not TimestampedEvent:
+        return False
+    at = stamp.recorded_at_ms
+    inner = stamp.event
+    return (
+        type(at) is int
+        and 0 <= at <= I64_MAX
+        and type(inner) is Event
+        and typed_record(type(inner.msg))
+    )
 
 
 def prepare_event(event: TimestampedEvent) -> PreparedEvent:
@@ -191,20 +188,13 @@ def prepare_event(event: TimestampedEvent) -> PreparedEvent:
     if isinstance(recorded_at_ms, int) and recorded_at_ms < 0:
         raise InvalidInput("event journal timestamp cannot be negative")
     inner = event.event
-    # The union of every message holds some free JSON; this message's own type may not.
-    free = () if type(inner) is Event and typed_record(type(inner.msg)) else None
     # The common case takes one pass: a typed message with an in-range timestamp is
     # round-tripped alone, and that JSON is what the journal stores. Anything else goes
     # through the whole record's revalidation, which names what it refuses.
-    found = (
-        round_tripped(inner, free)
-        if free is not None
-        and type(event) is TimestampedEvent
-        and type(recorded_at_ms) is int
-        and recorded_at_ms <= I64_MAX
-        else None
-    )
+    found = round_tripped(inner, ()) if _takes_one_pass(event) else None
     if found is None:
+        # The union of every message holds some free JSON; this message's own type may not.
+        free = () if type(inner) is Event and typed_record(type(inner.msg)) else None
         source, _ = revalidated(event, free=free)
         return _prepared(source.recorded_at_ms, source.event, source.event.to_json())
     checked_event, event_json = found

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
 import msgspec
@@ -363,25 +364,21 @@ def _newest_events(tx: Tx, query: JournalQuery) -> list[EventRow]:
     """The newest `query.fetch` events before the cursor, from their own rows and batches."""
     sql = tx.sql(JournalSql)
     singles = _page(tx, sql.event_first_page, sql.event_next_page, query)
-    batched: list[EventRow] = []
-    cursor = query.before
-    while len(batched) < query.fetch:
+    session_id, before = query.session_id, query.before
+
+    def older(cursor: int | None) -> list[BatchRow]:
         if cursor is None:
-            chunk = tx.rows(sql.batches_newest, (query.session_id, BATCH_CHUNK))
-        else:
-            chunk = tx.rows(sql.batches_before, (query.session_id, cursor, BATCH_CHUNK))
-        for batch in chunk:
-            events = batch_events(query.session_id, batch)
-            batched.extend(
-                row
-                for row in reversed(events)
-                if query.before is None or row.sequence < query.before
-            )
-        if len(chunk) < BATCH_CHUNK:
+            return tx.rows(sql.batches_newest, (session_id, BATCH_CHUNK))
+        return tx.rows(sql.batches_before, (session_id, cursor, BATCH_CHUNK))
+
+    batched: list[EventRow] = []
+    for batch in _batches(older, before, query.fetch):
+        events = reversed(batch_events(session_id, batch))
+        batched.extend(row for row in events if before is None or row.sequence < before)
+        if len(batched) >= query.fetch:
             break
-        cursor = chunk[-1].first_sequence
     merged = heapq.merge(singles, batched, key=_sequence, reverse=True)
-    return list(merged)[: query.fetch]
+    return list(itertools.islice(merged, query.fetch))
 
 
 def events_from(tx: Tx, session_id: str, after: int, limit: int) -> list[EventRow]:
@@ -394,15 +391,28 @@ def events_from(tx: Tx, session_id: str, after: int, limit: int) -> list[EventRo
     for batch in holding:
         if batch.last_sequence > after:
             batched.extend(row for row in batch_events(session_id, batch) if row.sequence > after)
-    cursor = after
-    while len(batched) < limit:
-        chunk = tx.rows(sql.batches_after, (session_id, cursor, BATCH_CHUNK))
-        for batch in chunk:
-            batched.extend(batch_events(session_id, batch))
-        if len(chunk) < BATCH_CHUNK:
+
+    def newer(cursor: int | None) -> list[BatchRow]:
+        return tx.rows(sql.batches_after, (session_id, cursor, BATCH_CHUNK))
+
+    for batch in _batches(newer, after, limit - len(batched)):
+        batched.extend(batch_events(session_id, batch))
+        if len(batched) >= limit:
             break
+    return list(itertools.islice(heapq.merge(singles, batched, key=_sequence), limit))
+
+
+def _batches(
+    read: Callable[[int | None], list[BatchRow]], cursor: int | None, wanted: int
+) -> Iterator[BatchRow]:
+    """Batches `BATCH_CHUNK` at a time, each chunk read past the last one's first sequence,
+    until a short chunk; none when `wanted` is not positive."""
+    while wanted > 0:
+        chunk = read(cursor)
+        yield from chunk
+        if len(chunk) < BATCH_CHUNK:
+            return
         cursor = chunk[-1].first_sequence
-    return list(heapq.merge(singles, batched, key=_sequence))[:limit]
 
 
 def _sequence(row: EventRow) -> int:
