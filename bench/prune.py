@@ -198,8 +198,20 @@ class PostgresBackend(Backend):
             # Foreign keys are not checked while copying rows that satisfied them already.
             self.admin.execute("SET LOCAL session_replication_role = replica")
             for table in tables:
+                # Generated columns are computed again; numbered keys keep their numbers; a
+                # row the new schema was created with (the search index's state) stays.
+                names = ", ".join(
+                    row[0]
+                    for row in self.admin.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE"
+                        " table_schema = %s AND table_name = %s AND is_generated = 'NEVER'"
+                        " ORDER BY ordinal_position",
+                        (TEMPLATE_SCHEMA, table),
+                    )
+                )
                 self.admin.execute(
-                    f"INSERT INTO {SCHEMA}.{table} SELECT * FROM {TEMPLATE_SCHEMA}.{table}"
+                    f"INSERT INTO {SCHEMA}.{table} ({names}) OVERRIDING SYSTEM VALUE"
+                    f" SELECT {names} FROM {TEMPLATE_SCHEMA}.{table} ON CONFLICT DO NOTHING"
                 )
         for table in tables:
             self.admin.execute(f"VACUUM ANALYZE {SCHEMA}.{table}")

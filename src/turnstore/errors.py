@@ -207,3 +207,8 @@ class ReadOnlyStore(TurnstoreError):
 class StoreClosed(TurnstoreError, RuntimeError):
     """The store was closed before or during the call (a `RuntimeError`, as closed sessions
     of the OpenAI Agents SDK raise)."""
+
+
+class SearchIndexNotBuilt(TurnstoreError):
+    """The store's search index is not built yet (a store migrated from before schema 7):
+    `turnstore reindex URL` or `store.upkeep.reindex()` builds it."""

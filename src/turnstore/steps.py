@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from turnstore.backends.sql.engine import Engine, Tx
+from turnstore.backends.sql.indexer import SearchIndexer
 from turnstore.errors import StoreClosed
 from turnstore.records.base import WriterStats
 
@@ -101,10 +102,25 @@ class _Driver:
     driver (and its threads), so parts built on one store can each hold their own driver.
     """
 
-    def __init__(self, engine: Engine, *, borrowed: bool = False) -> None:
+    def __init__(
+        self, engine: Engine, *, borrowed: bool = False, index_in_background: bool = True
+    ) -> None:
         self.engine = engine
         self.borrowed = borrowed
         self.closed = False
+        # The engine's owner indexes its writes for search; a borrowing part's writes are
+        # the same engine's, so they are indexed by the owner's indexer.
+        self._indexer = (
+            SearchIndexer(engine)
+            if index_in_background and not borrowed and not engine.read_only
+            else None
+        )
+
+    def stop_indexer(self) -> None:
+        """Stop the background indexer, if this driver runs one."""
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer = None
 
     def check_open(self) -> None:
         """Raise `StoreClosed` once the store is closed."""
@@ -150,6 +166,7 @@ class BlockingDriver(_Driver):
         """Commit queued writes and release the engine's connections (unless borrowed)."""
         if not self.closed:
             self.closed = True
+            self.stop_indexer()
             if not self.borrowed:
                 self.engine.close()
 
@@ -157,8 +174,10 @@ class BlockingDriver(_Driver):
 class AsyncDriver(_Driver):
     """Runs operations on the event loop: reads in a thread pool, writes awaited as futures."""
 
-    def __init__(self, engine: Engine, *, borrowed: bool = False) -> None:
-        super().__init__(engine, borrowed=borrowed)
+    def __init__(
+        self, engine: Engine, *, borrowed: bool = False, index_in_background: bool = True
+    ) -> None:
+        super().__init__(engine, borrowed=borrowed, index_in_background=index_in_background)
         self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="turnstore-read")
 
     async def run(self, steps: Steps[T]) -> T:
@@ -203,6 +222,7 @@ class AsyncDriver(_Driver):
         if self.closed:
             return
         self.closed = True
+        await asyncio.to_thread(self.stop_indexer)
         if self.borrowed:
             # The engine stays open, so reads already running finish without us waiting.
             self._readers.shutdown(wait=False)
@@ -214,6 +234,7 @@ class AsyncDriver(_Driver):
         """Close from blocking code: as `close`, but wait here for running reads to end."""
         if not self.closed:
             self.closed = True
+            self.stop_indexer()
             if not self.borrowed:
                 self.engine.close()
             self._readers.shutdown(wait=True)

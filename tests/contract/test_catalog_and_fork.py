@@ -177,6 +177,7 @@ async def test_session_summary_describes_one_session(store):
         execution_stats=checkpoint.execution_stats,
         created_at=summary.created_at,
         updated_at=summary.updated_at,
+        kind="turnstore",
     )
     assert summary.created_at > 0
     assert summary.updated_at >= summary.created_at

@@ -78,6 +78,7 @@ from turnstore.records import (
     QueuedWorkClaim,
     QueuedWorkCompletion,
     RootRelation,
+    SearchRequest,
     SessionCursor,
     SessionGraph,
     SessionMeta,
@@ -389,6 +390,25 @@ SESSION_PAGES = rec(
         id_prefix=maybe(st.one_of(st.sampled_from(["", "s", SESSION, "\U0010ffff"]), GOOD_IDS)),
     )
 )
+SEARCHES = rec(
+    st.builds(
+        SearchRequest,
+        query=choice(
+            st.sampled_from(["a", "s*", '"a b"', "é", '"', "*", "x\x00", "-", " "]), GOOD_TEXT
+        ),
+        owner_id=maybe(GOOD_IDS),
+        kind=maybe(st.sampled_from(["turnstore", "items", "adk"])),
+        since_ms=maybe(INTS),
+        until_ms=maybe(INTS),
+        order=st.sampled_from(["newest", "best"]),
+        limit=st.integers(1, 5),
+        cursor=maybe(st.sampled_from(["n5", "b2", "x", "n", "b-1"])),
+    )
+)
+KINDS = Param(
+    st.sampled_from(["items", "adk", "openai-agents"]),
+    choice(WRONG, st.sampled_from(["turnstore", "langgraph", "", " ", "x\x00", "k" * 65])),
+)
 NODES = spoiled(
     st.builds(
         SessionNodeRecord,
@@ -589,7 +609,12 @@ class Harness:
         with turnstore.open_blocking(url) as blocking:
             self.seeded = seed(blocking)
         self.loop = asyncio.new_event_loop() if face == "async" else None
-        self.store: Any = turnstore.open(url) if face == "async" else turnstore.open_blocking(url)
+        # No background indexer: its commits would land between a refusal and its check.
+        self.store: Any = (
+            turnstore.open(url, index_in_background=False)
+            if face == "async"
+            else turnstore.open_blocking(url, index_in_background=False)
+        )
         self.dumper = dumper
         self._before: object = None
         self.calls = 0
@@ -832,9 +857,11 @@ CASE_LIST = [
     Case("delete_sessions", (ID_COLLECTIONS,)),
     Case(
         "append_context",
-        (p(GOOD_IDS), ITEMS, p(maybe(GOOD_IDS)), p(maybe(st.integers(0, 3))), STATE_WRITES),
+        (p(GOOD_IDS), ITEMS, p(maybe(GOOD_IDS)), p(maybe(st.integers(0, 3))), STATE_WRITES, KINDS),
         after=items_come_back,
+        keywords=("kind",),
     ),
+    Case("search", (SEARCHES,)),
     Case("load_state_scope", (p(GOOD_IDS),)),
     Case("pop_context", (p(GOOD_IDS), p(st.integers(1, 3)))),
     Case("clear_context", (p(GOOD_IDS),)),
@@ -872,6 +899,13 @@ CASE_LIST = [
     Case("tombstone_nodes", (ID_COLLECTIONS,), runtime=True),
     Case("list_uncommitted_attachments", (p(st.integers(0, 10)),), upkeep=True),
     Case("tree", (p(GOOD_IDS),), upkeep=True),
+    Case(
+        "reindex",
+        (p(st.booleans()), p(st.integers(1, 3))),
+        keywords=("restart", "batch_sessions"),
+        upkeep=True,
+        examples=FEW,
+    ),
     # Long ago: a prune that deleted the seeded sessions would leave the other cases nothing.
     Case(
         "prune",

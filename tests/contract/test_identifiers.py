@@ -575,6 +575,10 @@ IDENTIFIER_COLUMNS = {
     ("attachment_manifest", "attachment_id"),
     ("attachment_manifest", "canonical_uri"),
     ("blobs", "blob_ref"),
+    # A session's kind (`append_context(kind=...)`), and the session id a search index build
+    # goes on after.
+    ("sessions", "kind"),
+    ("search_index_state", "resume_after"),
     # The LangGraph saver's keys: thread namespaces, checkpoint, run and task ids, channels.
     ("lg_checkpoints", "checkpoint_ns"),
     ("lg_checkpoints", "checkpoint_id"),
@@ -596,8 +600,12 @@ IDENTIFIER_COLUMNS = {
     ("lg_writes", "value_type"),
 }
 """Columns holding a caller's identifier as is: `InvalidInput` refuses NUL before a write."""
-DISPLAY_COLUMNS = {("sessions", "first_user_message"), ("runtime_heads", "first_user_message")}
-"""Columns holding a line shown to people: a NUL is stored as U+FFFD."""
+DISPLAY_COLUMNS = {
+    ("sessions", "first_user_message"),
+    ("runtime_heads", "first_user_message"),
+    ("search_items", "body"),
+}
+"""Columns holding text shown to people: a NUL is stored as U+FFFD."""
 STORE_MADE_COLUMNS = {
     ("event_journal", "event_kind"),
     ("event_journal", "stream_phase"),

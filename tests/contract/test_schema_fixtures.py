@@ -1,9 +1,10 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
-The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5 and 6
-(how: see `tests/fixtures/make_schema_v2.py`, run by the first two, and `make_schema_v4.py`,
-run by the last two, which adds a model step left streaming): a SQLite file and a PostgreSQL
-schema dumped as SQL per version. Every test runs on both.
+The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6 and 7
+(how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`, run
+by the next two, which adds a model step left streaming, and `make_schema_v6.py`, which adds
+a session of items with a popped item): a SQLite file and a PostgreSQL schema dumped as SQL
+per version. `test_search.py` searches the migrated ones once reindexed. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
 
@@ -29,7 +30,9 @@ from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent, Warnin
 from turnstore.records import AttachmentIntent, StreamMetrics
 
 
-@pytest.fixture(params=[2, 3, 4, 5], ids=["schema-2", "schema-3", "schema-4", "schema-5"])
+@pytest.fixture(
+    params=[2, 3, 4, 5, 6], ids=["schema-2", "schema-3", "schema-4", "schema-5", "schema-6"]
+)
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
     return int(request.param)
@@ -87,6 +90,7 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert list(fork.context) == list(chat.context[:4])
         sessions = store.list_sessions_page(SessionPageRequest(limit=10)).sessions
         streaming = ["stream"] if fixture_version >= 4 else []
+        held = ["items"] if fixture_version >= 6 else []
         # Events stored a row each before schema 6 read back beside the batches after it.
         chat.sequence += 1
         store.save_with_events(chat, [], None, [_warning(7)])
@@ -95,6 +99,7 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert sorted(summary.session_id for summary in sessions) == [
             "chat",
             "chat-fork",
+            *held,
             "rt",
             *streaming,
         ]
@@ -104,8 +109,8 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert head is not None
         assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
         assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 6
-    assert len(postgres_schema.MIGRATIONS) == 6
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 7
+    assert len(postgres_schema.MIGRATIONS) == 7
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(

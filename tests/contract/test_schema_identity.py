@@ -162,6 +162,11 @@ _FAMILIES = {
     "bytea": "bytes",
 }
 _ON_DELETE = {"c": "CASCADE", "a": "NO ACTION"}
+# The text index over `search_items.body` is each engine's own (DdlWords.text_index): SQLite's
+# FTS5 table (with its shadow tables), PostgreSQL's tsvector column and GIN index. Everything
+# else of the search tables is compared like any table.
+_SQLITE_TEXT_INDEX = re.compile(r"search_fts(_\w+)?$")
+_PG_TEXT_INDEX = {("search_items", "body_vector"), ("search_items", "search_items_body_idx")}
 
 
 def _predicate_words(predicate: str, columns: set[str]) -> tuple[str, ...]:
@@ -186,6 +191,8 @@ def _sqlite_shape(database: Database) -> dict[str, Any]:
     shape: dict[str, Any] = {}
     tables = database.query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
     for (table,) in tables:
+        if _SQLITE_TEXT_INDEX.match(table):
+            continue
         info = database.query(f"PRAGMA table_info({table})")
         names = {str(row[1]) for row in info}
         indexes = database.query(
@@ -233,7 +240,11 @@ def _postgres_shape(database: Database) -> dict[str, Any]:
     shape: dict[str, Any] = {}
     tables = sorted(table for (table,) in database.query(_PG_TABLES, (schema,)))
     for table in (table for table in tables if table != "turnstore_schema"):
-        info = database.query(_PG_COLUMNS, (schema, table))
+        info = [
+            row
+            for row in database.query(_PG_COLUMNS, (schema, table))
+            if (table, row[0]) not in _PG_TEXT_INDEX
+        ]
         names = {str(row[0]) for row in info}
         keys = database.query(_PG_FOREIGN_KEYS, (f"{schema}.{table}",))
         shape[table] = {
@@ -244,6 +255,7 @@ def _postgres_shape(database: Database) -> dict[str, Any]:
             "indexes": {
                 name: _index_shape(definition, names)
                 for name, definition in database.query(_PG_INDEXES, (schema, table))
+                if (table, name) not in _PG_TEXT_INDEX
             },
             "foreign keys": sorted((a, r, f, _ON_DELETE[d]) for a, r, f, d in keys),
         }

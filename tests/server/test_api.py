@@ -389,3 +389,31 @@ async def test_the_app_closes_a_store_handed_over_and_only_that(store_url: str, 
     await kept.close()
     with pytest.raises(StoreClosed):
         await handed.load("s")
+
+
+def test_search_answers_as_the_library_does_within_the_owner_scope(
+    serve, writer: BlockingStore
+) -> None:
+    """`/api/search` returns the library's page; a scoped server finds only its owner's items."""
+    from turnstore.records import SearchRequest
+
+    writer.append_context("a", [{"role": "user", "content": "ferry to the lighthouse"}], "alice")
+    writer.append_context("b", [{"role": "user", "content": "lighthouse tours"}], "bob")
+    server = serve()
+    body = server.get("/api/search", params={"q": "lighthouse"}).json()
+    assert body == builtins(writer.search(SearchRequest(query="lighthouse")))
+    assert [hit["session_id"] for hit in body["hits"]] == ["b", "a"]
+    first = server.get("/api/search", params={"q": "lighthouse", "limit": 1}).json()
+    rest = server.get(
+        "/api/search", params={"q": "lighthouse", "limit": 1, "cursor": first["next_cursor"]}
+    ).json()
+    assert [h["session_id"] for h in first["hits"] + rest["hits"]] == ["b", "a"]
+    refused = server.get("/api/search", params={"q": '"unclosed'})
+    assert refused.status_code == 400
+    assert refused.json()["type"] == "InvalidInput"
+    assert server.get("/api/search", params={"q": "x", "order": "worst"}).status_code == 400
+    scoped = serve("--owner", "alice")
+    hits = scoped.get("/api/search", params={"q": "lighthouse"}).json()["hits"]
+    assert [hit["session_id"] for hit in hits] == ["a"]
+    other = scoped.get("/api/search", params={"q": "lighthouse", "owner": "bob"}).json()
+    assert other["hits"] == []

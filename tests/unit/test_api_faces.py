@@ -178,6 +178,7 @@ def test_the_store_holds_the_agent_loops_operations_only() -> None:
         "import_trees",
         "gc_unreachable",
         "list_uncommitted_attachments",
+        "reindex",
     }
     for store, upkeep in [(Store, Upkeep), (BlockingStore, BlockingUpkeep)]:
         assert not operators & set(_operations(store))

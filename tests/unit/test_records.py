@@ -94,6 +94,7 @@ from turnstore.records import (
     upkeep,
 )
 from turnstore.records.base import Record, decode_json, encode_json
+from turnstore.records.search import ReindexProgress, SearchHit, SearchPage, SearchRequest
 
 
 def _summary() -> SessionSummary:
@@ -183,6 +184,43 @@ def _samples() -> dict[str, Any]:
         "Checkpoint": full_checkpoint(),
         "Checkpoint.empty": Checkpoint.empty("s"),
         "SessionSummary": _summary(),
+        "SearchRequest": SearchRequest(
+            query='light* "keeper sleeps"',
+            owner_id="o",
+            kind="adk",
+            since_ms=-1,
+            until_ms=2**62,
+            order="best",
+            limit=5,
+            cursor="b5",
+        ),
+        "SearchHit": SearchHit(
+            session_id="s",
+            kind="turnstore",
+            owner_id=None,
+            sequence=3,
+            item=1,
+            written_at_ms=1_700_000_000_000,
+            snippet="the keeper sleeps",
+            marks=[(4, 10), (11, 17)],
+        ),
+        "SearchPage": SearchPage(
+            hits=[
+                SearchHit(
+                    session_id="s",
+                    kind=None,
+                    owner_id="o",
+                    sequence=None,
+                    item=0,
+                    written_at_ms=0,
+                    snippet="x",
+                )
+            ],
+            next_cursor="n12",
+        ),
+        "ReindexProgress": ReindexProgress(
+            sessions_done=3, sessions_total=9, items_indexed=40, built=False
+        ),
         "SessionCursor": cursor,
         "SessionPageRequest": SessionPageRequest(owner_id="o", cursor=cursor, limit=10),
         "SessionPageRequest.id_prefix": SessionPageRequest(id_prefix="chat-", limit=10),
@@ -543,6 +581,8 @@ SEED_FIELDS: dict[str, tuple[Any, list[str]]] = {
             "execution_stats",
             "created_at",
             "updated_at",
+            # turnstore's own, after the seed's fields (docs/decisions.md, "Search").
+            "kind",
         ],
     ),
     "SessionCursor": (

@@ -27,6 +27,7 @@ DIALECT = Dialect(
     children="tree JOIN t AS child ON child.parent = tree.id",
     blob_read_lock="",
     blob_write_lock="",
+    text_search="tsvector",
 )
 
 

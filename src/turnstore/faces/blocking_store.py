@@ -36,12 +36,17 @@ from turnstore.records.checkpoint import (
     TranscriptPageRequest,
 )
 from turnstore.records.protocol import Event
+from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.validation import validate_session_id
 from turnstore.steps import BlockingDriver
 
 
 def open_blocking(
-    url: str | os.PathLike[str], *, read_only: bool = False, create_dirs: bool = False
+    url: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    create_dirs: bool = False,
+    index_in_background: bool = True,
 ) -> BlockingStore:
     """Open the blocking store at `url`: `sqlite:///relative.db`, `postgresql://…` or a path.
 
@@ -52,8 +57,13 @@ def open_blocking(
     `read_only` opens an existing database without creating, migrating or writing it, and
     creates no file beside it: it reads a read-only folder, a file this process cannot write,
     and a database a live writer is using.
+
+    `index_in_background` (the default) runs a thread that makes each write searchable within
+    a fraction of a second, for readers in other processes too; a search through this store
+    finds every write committed before it either way (docs/how-to/search.md).
     """
-    return BlockingStore(open_engine(url, read_only=read_only, create_dirs=create_dirs))
+    engine = open_engine(url, read_only=read_only, create_dirs=create_dirs)
+    return BlockingStore(BlockingDriver(engine, index_in_background=index_in_background))
 
 
 class BlockingStore:
@@ -144,6 +154,10 @@ class BlockingStore:
         """Load the most recently started finished turns of all sessions, or of one owner's."""
         return self._driver.run(checkpoint_ops.recent_executions(limit, owner_id))
 
+    def search(self, request: SearchRequest) -> SearchPage:
+        """One page of the items, across every session, whose text matches `request.query`."""
+        return self._driver.run(checkpoint_ops.search_sessions(request))
+
     def fork_tree(self, session_id: str, *, limit: int = 1000) -> ForkTree | None:
         """Load the fork tree holding a session: root first, then breadth-first; None if absent."""
         return self._driver.run(checkpoint_ops.fork_tree(session_id, limit))
@@ -165,16 +179,21 @@ class BlockingStore:
         owner_id: str | None = None,
         expected_sequence: int | None = None,
         state: Iterable[tuple[str, str, Any]] = (),
+        *,
+        kind: str = "items",
     ) -> int:
         """Append items to a session's context and transcript in one commit; the new sequence.
 
-        A missing session is created at sequence 1, owned by `owner_id`; an existing one
-        keeps its owner. With `expected_sequence`, the session must be at that sequence (0:
-        it must not exist yet), else `SequenceConflict` (`SessionNotFound` when it is gone).
-        `state` holds (scope, key, value) middleware state writes of the same commit.
+        A missing session is created at sequence 1, owned by `owner_id`, of `kind` (what
+        the catalog and search name it); an existing one keeps its owner and kind. With
+        `expected_sequence`, the session must be at that sequence (0: it must not exist
+        yet), else `SequenceConflict` (`SessionNotFound` when it is gone). `state` holds
+        (scope, key, value) middleware state writes of the same commit.
         """
         return self._driver.run(
-            checkpoint_ops.append_context(session_id, items, owner_id, expected_sequence, state)
+            checkpoint_ops.append_context(
+                session_id, items, owner_id, expected_sequence, state, kind
+            )
         )
 
     def pop_context(self, session_id: str, count: int = 1) -> list[Any]:

@@ -13,6 +13,7 @@ from turnstore.ops import runtime as runtime_ops
 from turnstore.ops import upkeep as upkeep_ops
 from turnstore.ops.upkeep import MAX_LINE_BYTES
 from turnstore.records.runtime import AttachmentManifestEntry, GcReport
+from turnstore.records.search import ReindexProgress
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
@@ -50,6 +51,16 @@ class BlockingUpkeep:
         `owner_id`, only trees whose root that owner holds; `dry_run` only reports.
         """
         return self._driver.run(upkeep_ops.prune(updated_before, owner_id, dry_run, batch_size))
+
+    def reindex(
+        self, *, restart: bool = False, batch_sessions: int = 100, progress: Progress | None = None
+    ) -> ReindexProgress:
+        """Build the search index of sessions written before it (a store from before schema 7).
+
+        `batch_sessions` sessions a commit; an interrupted build goes on where it stopped,
+        and `restart` builds the whole index anew. `progress(done, total)` after each batch.
+        """
+        return self._driver.run(upkeep_ops.reindex(restart, batch_sessions, progress))
 
     def stats(self) -> StoreStats:
         """Counts of sessions, turns, events, tokens and blobs, and the database's size."""

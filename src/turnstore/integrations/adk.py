@@ -48,6 +48,8 @@ with requires_extra(__name__, "Google ADK", "adk"):
 
 PREFIX = "adk/"
 """Every ADK session's turnstore id starts with this."""
+KIND = "adk"
+"""The kind of session an ADK session is in the catalog and in search."""
 SESSION_KEY = "adk-session"
 """The middleware state key of a session's own state, in the scope of the session's id."""
 PAGE = 200
@@ -186,7 +188,7 @@ class TurnstoreSessionService(BaseSessionService):
         }
         writes = [(tid, SESSION_KEY, record), *_scope_writes(app_name, user_id, deltas)]
         try:
-            sequence = await self.store.append_context(tid, [], user_id, 0, writes)
+            sequence = await self.store.append_context(tid, [], user_id, 0, writes, kind=KIND)
         except SequenceConflict:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         session = Session(
@@ -417,7 +419,9 @@ class TurnstoreSessionService(BaseSessionService):
         ]
         writes += _scope_writes(session.app_name, session.user_id, deltas)
         try:
-            sequence = await self.store.append_context(tid, [item], None, expected, writes)
+            sequence = await self.store.append_context(
+                tid, [item], None, expected, writes, kind=KIND
+            )
         except SequenceConflict:
             raise StaleSessionError(STALE) from None
         except SessionNotFound:

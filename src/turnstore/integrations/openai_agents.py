@@ -34,6 +34,8 @@ with requires_extra(__name__, "the OpenAI Agents SDK", "openai-agents"):
     )
 
 
+KIND = "openai-agents"
+"""The kind of session an SDK session is in the catalog and in search."""
 _PAGE = 100
 """Items read at a time when looking for an expired prefix."""
 
@@ -83,7 +85,7 @@ class TurnstoreSession:
         if self._closed:
             raise StoreClosed("the session is closed")  # even for nothing to add
         if batch:
-            await self.store.append_context(self.session_id, batch, self.owner_id)
+            await self.store.append_context(self.session_id, batch, self.owner_id, kind=KIND)
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item, or None when the session has none."""

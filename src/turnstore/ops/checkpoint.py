@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from turnstore.backends.sql import checkpoints, context_items, journals, sessions, transfer
+from turnstore.backends.sql import checkpoints, context_items, journals, search, sessions, transfer
 from turnstore.backends.sql.engine import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -25,6 +25,7 @@ from turnstore.records.checkpoint import (
 )
 from turnstore.records.context import Context, ContextMark
 from turnstore.records.protocol import Event
+from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.journal import event_turn_page_steps, prepare_event
 from turnstore.rules.pages import (
     catalog_query,
@@ -43,6 +44,7 @@ from turnstore.rules.saves import (
     tail_limit,
     window_bound,
 )
+from turnstore.rules.search import search_query
 from turnstore.rules.validation import validate_session_id, validate_session_ids
 from turnstore.rules.values import collection, encoded_text, json_value, require, text
 from turnstore.steps import Steps, origin, read, write
@@ -156,6 +158,34 @@ def recent_executions(limit: int, owner_id: str | None = None) -> Steps[list[Exe
     return (yield from read(lambda tx: journals.recent_executions(tx, checked, owner)))
 
 
+def search_sessions(request: SearchRequest) -> Steps[SearchPage]:
+    """One page of the items, in every session, whose text matches a query.
+
+    A writable store first indexes what was written since its indexer last looked, so a
+    search finds every write committed before it began.
+    """
+    query = search_query(request)
+    yield from catch_up_search()
+    return (yield from read(lambda tx: search.search(tx, query)))
+
+
+def catch_up_search() -> Steps[int]:
+    """Index every session written since the indexer last looked; how many it looked at.
+
+    Nothing on a read-only store: a writer's indexer does it there.
+    """
+    engine = yield from origin()
+    if getattr(engine, "read_only", False):
+        return 0
+    looked = 0
+    while (yield from read(search.has_pending)):
+        done = yield from write(lambda tx: search.catch_up_batch(tx, search.CATCH_UP_SESSIONS))
+        looked += done
+        if done < search.CATCH_UP_SESSIONS:
+            break
+    return looked
+
+
 def fork_tree(session_id: str, limit: int) -> Steps[ForkTree | None]:
     """Load the fork tree holding a session, root first and then breadth-first."""
     session_id = validate_session_id(session_id)
@@ -207,9 +237,10 @@ def append_context(
     owner_id: str | None,
     expected_sequence: int | None,
     state: Iterable[tuple[str, str, Any]],
+    kind: str,
 ) -> Steps[int]:
     """Append items to a session's context and transcript in one commit; the new sequence."""
-    prepared = prepare_append(session_id, items, owner_id, expected_sequence, state)
+    prepared = prepare_append(session_id, items, owner_id, expected_sequence, state, kind)
     return (yield from write(lambda tx: context_items.append(tx, prepared)))
 
 

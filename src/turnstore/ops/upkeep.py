@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import IO, get_args
 
-from turnstore.backends.sql import runtime_upkeep, stored_rows, transfer, upkeep
+from turnstore.backends.sql import runtime_upkeep, search, stored_rows, transfer, upkeep
 from turnstore.backends.sql.engine import Engine, Tx
 from turnstore.backends.sql.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
 from turnstore.backends.sql.transfer import LineSource
@@ -21,6 +21,7 @@ from turnstore.backends.sql.transfer_rows import (
     TreeHeader,
 )
 from turnstore.errors import InvalidInput
+from turnstore.records.search import ReindexProgress
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
@@ -252,3 +253,35 @@ def import_trees(
         if progress is not None:
             progress(report.tree_count, 0)
     raise InvalidInput("export file is cut off: it has no end line")
+
+
+def reindex(
+    restart: bool, batch_sessions: int, progress: Progress | None
+) -> Steps[ReindexProgress]:
+    """Build the search index of sessions written before it, `batch_sessions` a commit.
+
+    Goes on from where an interrupted build stopped; `restart` builds it anew from the start.
+    Writes made meanwhile keep their own rows up to date, so the build may run beside them.
+    """
+    check_input(
+        isinstance(batch_sessions, int)
+        and not isinstance(batch_sessions, bool)
+        and 1 <= batch_sessions <= 10_000,
+        "batch_sessions must be 1..10000",
+    )
+    indexed = 0
+    first = True
+    while True:
+        step = partial(search.reindex_batch, sessions=batch_sessions, restart=restart and first)
+        done: ReindexProgress = yield from write(step)
+        first = False
+        indexed += done.items_indexed
+        if progress is not None:
+            progress(done.sessions_done, done.sessions_total)
+        if done.built:
+            return ReindexProgress(
+                sessions_done=done.sessions_done,
+                sessions_total=done.sessions_total,
+                items_indexed=indexed,
+                built=True,
+            )

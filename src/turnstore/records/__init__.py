@@ -92,6 +92,13 @@ from turnstore.records.runtime import (
     delta_leaf,
     relation_parent,
 )
+from turnstore.records.search import (
+    ReindexProgress,
+    SearchHit,
+    SearchOrder,
+    SearchPage,
+    SearchRequest,
+)
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
@@ -162,10 +169,15 @@ __all__ = [
     "QueuedWorkClaim",
     "QueuedWorkClaimBoundary",
     "QueuedWorkCompletion",
+    "ReindexProgress",
     "RootRelation",
     "RuntimeCommit",
     "RuntimeCommitResult",
     "RuntimeTurnCommitStamp",
+    "SearchHit",
+    "SearchOrder",
+    "SearchPage",
+    "SearchRequest",
     "SessionCheckpoint",
     "SessionCursor",
     "SessionGraph",

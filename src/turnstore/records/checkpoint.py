@@ -329,6 +329,10 @@ class SessionSummary(Record, kw_only=True):
     execution_stats: ExecutionStats
     created_at: I64
     updated_at: I64
+    kind: str | None = None
+    """What wrote the session: `turnstore` (checkpoint saves), `langgraph`, `openai-agents`,
+    `adk`, `items` (`append_context`), …; None until a store written before schema 7 is
+    reindexed."""
 
 
 class SessionCursor(Record, kw_only=True):

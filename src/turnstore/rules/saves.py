@@ -17,6 +17,7 @@ from turnstore.records.protocol import SessionContext
 from turnstore.rules.context import digest
 from turnstore.rules.journal import PreparedEvent, prepare_events
 from turnstore.rules.messages import user_text
+from turnstore.rules.search import ITEMS_KIND, items_kind
 from turnstore.rules.validation import (
     display_text,
     identifier,
@@ -184,6 +185,8 @@ class PreparedAppend:
     expected_sequence: int | None
     state: list[tuple[str, str, str]]
     """Middleware state values written in the same commit: (scope, key, value JSON)."""
+    kind: str = ITEMS_KIND
+    """The kind of session the append creates if the session is missing."""
 
     def creation(self) -> PreparedSave:
         """The save that creates the session when it does not exist yet.
@@ -210,6 +213,7 @@ def prepare_append(
     owner_id: object,
     expected_sequence: object = None,
     state: object = (),
+    kind: object = ITEMS_KIND,
 ) -> PreparedAppend:
     """Validate an append: a session id, an ordered list of values, an owner or None, the
     sequence the session must be at (None: any; 0: it must not exist yet), and state values.
@@ -238,6 +242,7 @@ def prepare_append(
         first_user_message=catalog_first_user_message(None, appended, ()),
         expected_sequence=expected,
         state=writes,
+        kind=items_kind(kind),
     )
 
 

@@ -27,6 +27,8 @@ from turnstore.records import (
     ExecutionPage,
     ExecutionStats,
     ForkTree,
+    SearchPage,
+    SearchRequest,
     SessionNodeRecord,
     SessionSummary,
     TranscriptPage,
@@ -119,6 +121,36 @@ async def catalog(request: Request) -> Response:
     )
     token = page.next_cursor.to_token() if page.next_cursor is not None else None
     return json_response(CatalogBody(sessions=page.sessions, next_cursor=token))
+
+
+async def search(request: Request) -> Response:
+    """One page of the items, in the sessions in scope, whose text matches `q`."""
+    settings = settings_of(request)
+    owner = params.text(request, "owner")
+    if settings.owner_id is not None:
+        if owner is not None and owner != settings.owner_id:
+            return json_response(SearchPage())
+        owner = settings.owner_id
+    order = params.text(request, "order") or "newest"
+    if order not in ("newest", "best"):
+        raise ApiError(400, "InvalidInput", "order must be 'newest' or 'best'")
+    page = await store_of(request).search(
+        SearchRequest(
+            query=request.query_params.get("q", ""),
+            owner_id=owner,
+            kind=params.text(request, "kind"),
+            since_ms=params.bounded_int(
+                request, "since", default=None, low=-(2**63), high=2**63 - 1
+            ),
+            until_ms=params.bounded_int(
+                request, "until", default=None, low=-(2**63), high=2**63 - 1
+            ),
+            order="best" if order == "best" else "newest",
+            limit=params.limit(request, default=20, high=100),
+            cursor=params.text(request, "cursor", max_length=64),
+        )
+    )
+    return json_response(page)
 
 
 async def summary(request: Request) -> Response:
@@ -257,6 +289,22 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             Param("cursor", "string", "The `next_cursor` of the previous page."),
             Param("owner", "string", "Only sessions of this owner."),
             Param("prefix", "string", "Only sessions whose id starts with this text."),
+        ),
+    ),
+    Endpoint(
+        "/api/search",
+        search,
+        "Items of any session whose text matches a query, newest (or best) first",
+        SearchPage,
+        (
+            Param("q", "string", 'Words and "quoted phrases", all required; word* is a prefix.'),
+            Param("owner", "string", "Only sessions of this owner."),
+            Param("kind", "string", "Only sessions of this kind."),
+            Param("since", "integer", "Only items written at or after this Unix time in ms."),
+            Param("until", "integer", "Only items written before this Unix time in ms."),
+            Param("order", "string", "`newest` (the default) or `best`."),
+            Param("limit", "integer", "Hits per page, 1 to 100."),
+            Param("cursor", "string", "The `next_cursor` of the previous page."),
         ),
     ),
     Endpoint(

@@ -21,6 +21,7 @@ from turnstore import Store
 from turnstore.errors import (
     InvalidInput,
     NotFound,
+    SearchIndexNotBuilt,
     StorageError,
     StoreClosed,
     TurnstoreError,
@@ -130,6 +131,8 @@ async def _store_error(request: Request, error: Exception) -> Response:
         status = 404
     elif isinstance(error, StoreClosed | StorageError):
         status = 503
+    elif isinstance(error, SearchIndexNotBuilt):
+        status = 409
     notes = getattr(error, "__notes__", ())
     return error_response(ApiError(status, type(error).__name__, str(error), notes))
 

@@ -48,6 +48,7 @@ POSTGRES = Dialect(
     # about to reference is never deleted between the commit's insert and its head update.
     blob_read_lock=f"SELECT pg_advisory_xact_lock_shared({_BLOB_LOCK_KEY})",
     blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
+    text_search="tsvector",
     server_cursors=True,
     # Pipeline mode needs libpq 14 or newer (psycopg's binary wheels bundle one).
     pipelined=psycopg.Pipeline.is_supported(),

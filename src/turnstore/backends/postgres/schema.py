@@ -16,6 +16,13 @@ WORDS = DdlWords(
     # Every PostgreSQL table is a heap beside its primary key's index.
     no_rowid="",
     hash=" USING hash ",
+    serial_key="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    # The 'simple' configuration: lower-cased words, no stemming and no stop words, in every
+    # language alike (as SQLite's unicode61 tokenizer; see docs/how-to/search.md).
+    text_vector=(
+        ",\n        body_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED"
+    ),
+    text_index="CREATE INDEX search_items_body_idx ON search_items USING GIN (body_vector);",
 )
 """PostgreSQL's words for the shared DDL."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from turnstore.backends.sql import journals, sessions
+from turnstore.backends.sql import journals, search, sessions
 from turnstore.backends.sql.engine import Statements, Tx, insert, select
 from turnstore.backends.sql.sessions import Branch
 from turnstore.errors import (
@@ -27,6 +27,7 @@ from turnstore.rules.context import (
 )
 from turnstore.rules.journal import EventWrite
 from turnstore.rules.saves import PreparedFork, PreparedSave
+from turnstore.rules.search import CHECKPOINT_KIND, indexes_context
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
 
 
@@ -38,6 +39,7 @@ class LockedSession(NamedTuple):
     context_epoch: int
     context_length: int
     context_tail: bytes | None
+    kind: str | None
 
 
 class StoredChunk(NamedTuple):
@@ -157,7 +159,7 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
         plan = plan_context_write(None, save.context_epoch, save.context, checked=True)
         events = journals.plan_events(0, save.events, deltas)
         if sessions.insert(tx, save, plan, latest_event=_latest(events, 0)):
-            return _append(tx, save, plan, events)
+            return _append(tx, save, plan, events, CHECKPOINT_KIND)
         # Another writer created the session after our lookup; continue as an update under
         # its row lock.
         locked = tx.row(sql.lock_session, (save.session_id,))
@@ -170,7 +172,7 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
     latest = locked.latest_event_sequence
     events = journals.plan_events(latest, save.events, deltas)
     plan = _advance(tx, save, locked, origin, _latest(events, latest))
-    return _append(tx, save, plan, events)
+    return _append(tx, save, plan, events, locked.kind)
 
 
 def _latest(events: EventWrite | None, latest: int) -> int:
@@ -241,10 +243,14 @@ def _advance(
 
 
 def _append(
-    tx: Tx, save: PreparedSave, plan: ContextWrite, events: EventWrite | None
+    tx: Tx, save: PreparedSave, plan: ContextWrite, events: EventWrite | None, kind: str | None
 ) -> list[JournalEvent]:
-    """Write what a save appends: context chunk, transcript batch, execution, events."""
+    """Write what a save appends: context chunk, transcript batch, execution, events (the
+    search index takes what was appended off the save path)."""
     insert_items(tx, save, plan)
+    if kind is not None and indexes_context(kind):
+        # A save to a session of items may have changed any item: its context is indexed anew.
+        search.forget_context(tx, save.session_id)
     if save.execution is not None:
         started_at_ms, record_json = save.execution
         row = ExecutionInsert(save.session_id, save.sequence, record_json, started_at_ms)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.backends.sql import sessions
+from turnstore.backends.sql import search, sessions
 from turnstore.backends.sql.checkpoints import (
     CheckpointSql,
     ChunkInsert,
@@ -33,6 +33,7 @@ from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, ContextWindow
 from turnstore.rules.context import digest, plan_context_write
 from turnstore.rules.saves import PreparedAppend
+from turnstore.rules.search import indexes_context
 
 
 class LockedContext(NamedTuple):
@@ -41,6 +42,7 @@ class LockedContext(NamedTuple):
     latest_sequence: int
     checkpoint_state_json: str
     context_length: int
+    kind: str | None
 
 
 class Window(NamedTuple):
@@ -125,7 +127,7 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
             raise SessionNotFound("the session to append to does not exist", session_id=session_id)
         created = prepared.creation()
         plan = plan_context_write(None, created.context_epoch, created.context)
-        if sessions.insert(tx, created, plan):
+        if sessions.insert(tx, created, plan, kind=prepared.kind):
             insert_items(tx, created, plan)
             _write_state(tx, prepared)
             return created.sequence
@@ -242,6 +244,8 @@ def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
     if keep == length:
         return []
     removed, tail = _cut(tx, session_id, length, keep, read=drop is not None)
+    if row.kind is not None and indexes_context(row.kind):
+        search.cut_context(tx, session_id, keep)
     sequence, state_json = _advanced(row, session_id)
     written = Advance(sequence, state_json, keep, tail, None, session_id)
     tx.run(tx.sql(ContextItemSql).advance, written)
@@ -277,6 +281,11 @@ def replace(
         return True  # nothing changes
     sql = tx.sql(ContextItemSql)
     checkpoint_sql = tx.sql(CheckpointSql)
+    in_context = row.kind is not None and indexes_context(row.kind)
+    if in_context:
+        search.cut_context(tx, session_id, start)
+        if drop_prefix:
+            search.drop_context_prefix(tx, session_id, drop_prefix)
     if drop_prefix:
         kept = tail(tx, session_id, length - drop_prefix)[: start - drop_prefix] + items
         _cut(tx, session_id, length, 0, read=False)

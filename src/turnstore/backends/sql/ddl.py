@@ -33,6 +33,12 @@ class DdlWords:
     """How a table of small rows keyed by text keeps each row in its key's b-tree only."""
     hash: str
     """The index method for a lookup by equality of a value of any length."""
+    serial_key: str
+    """A primary key numbered by the database in the order rows are inserted."""
+    text_vector: str
+    """Columns a table of searchable `body` text adds for its text index, if any."""
+    text_index: str
+    """The text index over `search_items.body` and whatever keeps it in step with the rows."""
 
 
 class _FlagChecks:
@@ -303,5 +309,40 @@ _MIGRATIONS: tuple[str, ...] = (
         events_json TEXT NOT NULL,
         PRIMARY KEY (session_id, first_sequence)
     );
+    """,
+    # 7: the conversation search. `sessions.kind` names what wrote a session (NULL: written
+    # before this schema, named by the reindex). `search_items` holds each searchable item's
+    # text: a transcript item (sequence, index in its batch) or a context item (its index in
+    # the context, removed with it in the commit that removes it). Items are added off the
+    # save path, by an indexer that finds sessions changed since `search_marks` says it last
+    # looked. The index is derived: a store that held sessions before this schema is
+    # searchable once `reindex` has built it (`search_index_state.built`).
+    """
+    ALTER TABLE sessions ADD COLUMN kind TEXT;
+    CREATE TABLE search_items (
+        item_id {serial_key},
+        session_id {id} NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        sequence {bigint},
+        item {bigint} NOT NULL CHECK (item >= 0),
+        in_context {flag} NOT NULL{flag_check[in_context]},
+        written_at_ms {bigint} NOT NULL,
+        body TEXT NOT NULL{text_vector},
+        CHECK (in_context = (sequence IS NULL))
+    );
+    CREATE INDEX search_items_session_idx ON search_items(session_id, in_context, item);
+    {text_index}
+    CREATE TABLE search_marks (
+        session_id {id} PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+        indexed_sequence {bigint} NOT NULL,
+        indexed_length {bigint} NOT NULL
+    );
+    CREATE TABLE search_index_state (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        built {flag} NOT NULL{flag_check[built]},
+        resume_after {id},
+        caught_up_to {bigint} NOT NULL
+    );
+    INSERT INTO search_index_state (singleton, built, caught_up_to)
+        SELECT 1, NOT EXISTS (SELECT 1 FROM sessions), 0;
     """,
 )

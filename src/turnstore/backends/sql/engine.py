@@ -128,6 +128,8 @@ class Dialect:
     """Statement a commit runs so that garbage collection cannot delete blobs under it."""
     blob_write_lock: str
     """Statement garbage collection runs to exclude commits while it decides what to delete."""
+    text_search: str
+    """The text index: `fts5` (SQLite) or `tsvector` (PostgreSQL, a GIN index)."""
     server_cursors: bool = False
     """Whether `Tx.stream` reads through a cursor declared on the server (rows stay there)."""
     pipelined: bool = False
@@ -327,6 +329,10 @@ class Engine(Protocol):
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Run `work` in a write transaction; the future resolves after COMMIT."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only (every write raises `ReadOnlyStore`)."""
 
     def write_blocking(self, work: Callable[[Tx], T]) -> T:
         """Run `work` in a write transaction, in this thread where the backend can; after COMMIT."""

@@ -185,6 +185,12 @@ class JournalSql(Statements):
         "FROM event_batches WHERE session_id = ? AND first_sequence > ?"
         " ORDER BY first_sequence LIMIT ?",
     )
+    transcript_after = select(
+        TranscriptRow,
+        f"{_TRANSCRIPT_FROM} WHERE transcript_delta.session_id = ?"
+        " AND transcript_delta.sequence > ? ORDER BY transcript_delta.sequence",
+        **_TRANSCRIPT_COLUMNS,
+    )
     transcript_first_page, transcript_next_page = _pages(
         TranscriptRow, _TRANSCRIPT_FROM, "transcript_delta.", **_TRANSCRIPT_COLUMNS
     )

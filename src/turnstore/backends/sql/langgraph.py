@@ -35,6 +35,7 @@ from turnstore.records.langgraph import (
 )
 from turnstore.rules.context import plan_context_write
 from turnstore.rules.saves import prepare_append
+from turnstore.rules.search import LANGGRAPH_KIND
 
 MAX_DEPTH = 4
 """Lineages a list value may span before a branch copies its prefix into a new root."""
@@ -212,7 +213,8 @@ def ensure_thread(
         return
     created = prepare_append(session_id, [], owner_id, 0).creation()
     created = dataclasses.replace(created, first_user_message=first_user_message)
-    sessions.insert(tx, created, plan_context_write(None, created.context_epoch, []))
+    plan = plan_context_write(None, created.context_epoch, [])
+    sessions.insert(tx, created, plan, kind=LANGGRAPH_KIND)
     sessions.lock(tx, session_id)
 
 

@@ -17,6 +17,7 @@ from turnstore.records.protocol import SessionContext
 from turnstore.rules.context import ContextWrite, plan_context_write
 from turnstore.rules.pages import CatalogQuery, split_page
 from turnstore.rules.saves import PreparedSave, prepare_save
+from turnstore.rules.search import CHECKPOINT_KIND
 
 
 class SessionRow(NamedTuple):
@@ -32,6 +33,7 @@ class SessionRow(NamedTuple):
     execution_stats_json: str
     created_at: int
     updated_at: int
+    kind: str | None
 
 
 class SessionWrite(NamedTuple):
@@ -57,8 +59,9 @@ class Branch(NamedTuple):
     parent_sequence: int | None = None
 
 
-_INSERTED = (*SessionWrite._fields, "session_id", *Branch._fields)
-"""The parameters of a session row's INSERT, in order: what a save writes, its id, its branch."""
+_INSERTED = (*SessionWrite._fields, "session_id", *Branch._fields, "kind")
+"""The parameters of a session row's INSERT, in order: what a save writes, its id, its branch,
+its kind."""
 _ORDER = " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?"
 _AFTER = "(updated_at, latest_sequence, session_id) < (?, ?, ?)"
 _FROM = "FROM sessions"
@@ -156,10 +159,15 @@ ROOT = Branch()
 
 
 def insert(
-    tx: Tx, save: PreparedSave, plan: ContextWrite, branch: Branch = ROOT, latest_event: int = 0
+    tx: Tx,
+    save: PreparedSave,
+    plan: ContextWrite,
+    branch: Branch = ROOT,
+    latest_event: int = 0,
+    kind: str = CHECKPOINT_KIND,
 ) -> bool:
-    """Insert a session row; False, inserting nothing, if the id is taken."""
-    params = (*session_write(save, plan, latest_event), save.session_id, *branch)
+    """Insert a session row of `kind`; False, inserting nothing, if the id is taken."""
+    params = (*session_write(save, plan, latest_event), save.session_id, *branch, kind)
     return tx.value(tx.sql(SessionSql).insert, params) is not None
 
 
@@ -205,6 +213,7 @@ def summary_of(row: SessionRow) -> SessionSummary:
         ),
         created_at=row.created_at,
         updated_at=row.updated_at,
+        kind=row.kind,
     )
 
 

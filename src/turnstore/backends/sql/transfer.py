@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import msgspec
 
-from turnstore.backends.sql import checkpoints, sessions
+from turnstore.backends.sql import checkpoints, search, sessions
 from turnstore.backends.sql.engine import Statements, Tx, select
 from turnstore.backends.sql.stored_rows import RowCheck
 from turnstore.backends.sql.transfer_rows import (
@@ -311,6 +311,8 @@ def import_tree(
             )
         # An imported session's journal is new to anyone waiting on it.
         tx.wrote_events(session_id)
+        # The search index is derived: an imported session is indexed from what it holds.
+        search.rebuild_session(tx, session_id)
     return TreeOutcome(True, count, replaced)
 
 

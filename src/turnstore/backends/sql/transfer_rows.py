@@ -182,6 +182,10 @@ BLOBS = _table(
 
 TABLES: tuple[Table, ...] = (SESSIONS, *SESSION_TABLES, BLOBS)
 """Every table an export carries, in the order a tree's rows are written."""
+DERIVED_TABLES = frozenset({"search_items", "search_marks", "search_index_state"})
+"""Tables an export leaves out (with SQLite's FTS5 tables, `search_fts*`): the search index,
+which an import rebuilds for what it writes. `sessions.kind` is left out too; an import names
+a session's kind from what it holds, as `reindex` does."""
 
 
 class ExportHeader(msgspec.Struct, tag_field="kind", tag="turnstore_export", kw_only=True):

@@ -9,5 +9,6 @@ SCHEMA_STEPS: tuple[str, ...] = (
     "LangGraph checkpoints, channel values, list lineages and pending writes",
     "the model-step index narrowed to streamed deltas, so other events write no entry in it",
     "event batches: a save's events that no later save deletes are stored as one row",
+    "conversation search: each session's kind, and a text index of its items (reindex to fill)",
 )
 """One line per migration: `SCHEMA_STEPS[n - 1]` describes what version `n` adds."""

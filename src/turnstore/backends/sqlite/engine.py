@@ -33,6 +33,7 @@ SQLITE = Dialect(
     children="tree JOIN sessions AS child ON child.parent_session_id = tree.session_id",
     blob_read_lock="",
     blob_write_lock="",
+    text_search="fts5",
 )
 
 
@@ -110,6 +111,11 @@ class SqliteEngine:
     def watch(self) -> SqliteWatch:
         """The store's waiters and their poll loop."""
         return self._watch
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only."""
+        return self._writer is None
 
     def writer_stats(self) -> WriterStats:
         """Return how many transactions committed and how many writes they carried."""

@@ -75,9 +75,12 @@ class SqliteUpkeep:
         return []
 
     def vacuum(self) -> None:
-        """VACUUM the file (waiting for the writer like any write), then truncate the WAL."""
+        """Merge the search index's segments (dropping what deletions left behind), VACUUM
+        the file (waiting for the writer like any write), then truncate the WAL."""
         try:
             with contextlib.closing(self._writer()) as connection:
+                with connection:
+                    connection.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
                 connection.execute("VACUUM")
                 connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as error:

@@ -1,0 +1,61 @@
+"""Internal: the search indexer, a thread that indexes a store's writes off their save path.
+
+It wakes every `INTERVAL_S`, and when the store committed anything since it last looked, runs
+`search.catch_up_batch` until no session written since is left unindexed. A search on a
+writable store does the same first (`ops.checkpoint.catch_up_search`), so it finds every write
+committed before it began; the thread bounds how long a reader elsewhere (a read-only store, a
+viewer) waits for a write to become searchable.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from turnstore.backends.sql import search
+from turnstore.backends.sql.engine import Engine
+from turnstore.errors import StoreClosed, TurnstoreError
+
+INTERVAL_S = 0.2
+"""How often the indexer looks for commits to index."""
+
+logger = logging.getLogger("turnstore.search")
+
+
+class SearchIndexer:
+    """A daemon thread indexing what `engine` commits, until `stop()`."""
+
+    def __init__(self, engine: Engine, interval_s: float = INTERVAL_S) -> None:
+        self._engine = engine
+        self._interval_s = interval_s
+        self._stopping = threading.Event()
+        # -1: the first look runs even before a commit, for what a crashed writer left.
+        self._seen = -1
+        self._thread = threading.Thread(target=self._run, name="turnstore-search", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._interval_s):
+            committed = self._engine.writer_stats().transactions
+            if committed == self._seen:
+                continue
+            self._seen = committed
+            try:
+                self._catch_up()
+            except StoreClosed:
+                return
+            except TurnstoreError as error:
+                # The next commit brings the next try; the writes themselves stand.
+                logger.warning("search indexing failed; it is tried again: %s", error)
+
+    def _catch_up(self) -> None:
+        sessions = search.CATCH_UP_SESSIONS
+        while not self._stopping.is_set() and self._engine.read(search.has_pending):
+            looked = self._engine.write_blocking(lambda tx: search.catch_up_batch(tx, sessions))
+            if looked < sessions:
+                return
+
+    def stop(self) -> None:
+        """Stop the thread, letting a batch it began commit first."""
+        self._stopping.set()
+        self._thread.join()

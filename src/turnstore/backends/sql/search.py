@@ -1,0 +1,434 @@
+"""The search index: what removes text from it in a write's commit, the indexer that adds
+text off the save path, the query, and the rebuild of a store written before it.
+
+A session's kind decides what of it is searchable. A `turnstore` session (checkpoint saves)
+is searched by its transcript, which keeps every batch it journaled. A session of items
+(`items`, `openai-agents`, `adk`, …) is searched by its context, so popping, clearing or
+replacing items removes their text from the index in the same commit. Deleting a session
+deletes its rows by cascade (on SQLite, a trigger takes them out of the FTS5 index too).
+
+Adding is left to the indexer (`catch_up_batch`): it finds the sessions changed since it
+last looked (their `updated_at` from a bound it keeps, and a sequence its mark has not
+reached), and indexes what each gained since its mark. A save pays nothing for search.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import msgspec
+
+from turnstore.backends.sql.engine import Query, Statements, Tx, insert, select
+from turnstore.backends.sql.journals import JournalSql
+from turnstore.errors import SearchIndexNotBuilt
+from turnstore.records.base import decode_stored, encode_json
+from turnstore.records.checkpoint import Checkpoint
+from turnstore.records.protocol import SessionContext
+from turnstore.records.search import ReindexProgress, SearchHit, SearchPage
+from turnstore.rules.search import (
+    CHECKPOINT_KIND,
+    ITEMS_KIND,
+    LANGGRAPH_KIND,
+    SearchQuery,
+    fts5_query,
+    indexes_context,
+    item_texts,
+    marked,
+    next_cursor,
+)
+
+ADK_SESSION_KEY = "adk-session"
+"""The state key an ADK session's record is kept under, in the scope of its id: how a
+session written before schema 7 is known to be ADK's."""
+
+
+CATCH_UP_SESSIONS = 100
+"""Sessions the indexer looks at in one transaction."""
+CATCH_UP_MARGIN_S = 60
+"""How far before the time of its last pass the indexer looks again: a write stamps its
+session's `updated_at` when its transaction begins, which may be before it commits."""
+
+
+class ItemInsert(NamedTuple):
+    """One searchable item as written."""
+
+    session_id: str
+    sequence: int | None
+    item: int
+    in_context: bool
+    body: str
+
+
+class IndexState(NamedTuple):
+    """Whether the index is built, where an unfinished build goes on, and the indexer's bound."""
+
+    built: bool
+    resume_after: str | None
+    caught_up_to: int
+
+
+class Indexing(NamedTuple):
+    """What the indexer reads of a session row, under its lock."""
+
+    kind: str | None
+    latest_sequence: int
+    context_length: int
+    checkpoint_state_json: str
+
+
+class Mark(NamedTuple):
+    """How far a session is indexed: its sequence then, and its context's length then."""
+
+    session_id: str
+    indexed_sequence: int
+    indexed_length: int
+
+
+class Chunk(NamedTuple):
+    """A context chunk: its first item's index and its items."""
+
+    start: int
+    items_json: str
+
+
+class HitRow(NamedTuple):
+    """One search hit as read, its snippet still marked."""
+
+    item_id: int
+    session_id: str
+    kind: str | None
+    owner_id: str | None
+    sequence: int | None
+    item: int
+    written_at_ms: int
+    snippet: str
+
+
+_FILTERS = (
+    " AND (CAST(? AS TEXT) IS NULL OR s.owner_id = ?)"
+    " AND (CAST(? AS TEXT) IS NULL OR s.kind = ?)"
+    " AND i.written_at_ms >= ? AND i.written_at_ms < ? AND i.item_id < ?"
+)
+_HIT = "i.item_id, i.session_id, s.kind, s.owner_id, i.sequence, i.item, i.written_at_ms"
+_FTS5_SEARCH = (
+    f"SELECT {_HIT}, snippet(search_fts, 0, char(57344), char(57345), '…', 24)"
+    " FROM search_fts JOIN search_items AS i ON i.item_id = search_fts.rowid"
+    " JOIN sessions AS s ON s.session_id = i.session_id"
+    f" WHERE search_fts MATCH ?{_FILTERS}"
+)
+_HEADLINE = (
+    "'StartSel=\ue000, StopSel=\ue001, MaxWords=24, MinWords=8, MaxFragments=1,"
+    ' FragmentDelimiter="…"\''
+)
+_PENDING = (
+    "FROM sessions AS s LEFT JOIN search_marks AS m ON m.session_id = s.session_id"
+    " WHERE s.updated_at >= ? AND s.kind IS NOT NULL"
+    " AND (m.indexed_sequence IS NULL OR m.indexed_sequence <> s.latest_sequence)"
+)
+
+
+class SearchSql(Statements):
+    """Statements of the search index (the query itself is built per dialect)."""
+
+    add = insert(ItemInsert, "search_items", written_at_ms="{now_ms}")
+    cut_context = "DELETE FROM search_items WHERE session_id = ? AND in_context = ? AND item >= ?"
+    drop_context_prefix = (
+        "DELETE FROM search_items WHERE session_id = ? AND in_context = ? AND item < ?"
+    )
+    shift_context = (
+        "UPDATE search_items SET item = item - ? WHERE session_id = ? AND in_context = ?"
+    )
+    cut_mark = (
+        "UPDATE search_marks SET indexed_length = CASE WHEN indexed_length > ? THEN ?"
+        " ELSE indexed_length END WHERE session_id = ?"
+    )
+    shift_mark = (
+        "UPDATE search_marks SET indexed_length = CASE WHEN indexed_length > ?"
+        " THEN indexed_length - ? ELSE 0 END WHERE session_id = ?"
+    )
+    drop_session = "DELETE FROM search_items WHERE session_id = ?"
+    last_item = "SELECT COALESCE(MAX(item_id), 0) FROM search_items"
+    # SQLite: the rows a transaction added, into the FTS5 index in one statement.
+    fts5_add = (
+        "INSERT INTO search_fts (rowid, body) SELECT item_id, body FROM search_items"
+        " WHERE item_id > ?"
+    )
+    drop_mark = "DELETE FROM search_marks WHERE session_id = ?"
+    mark = select(Mark, "FROM search_marks WHERE session_id = ?")
+    set_mark = insert(
+        Mark,
+        "search_marks",
+        " ON CONFLICT (session_id) DO UPDATE SET indexed_sequence = excluded.indexed_sequence,"
+        " indexed_length = excluded.indexed_length",
+    )
+    state = select(IndexState, "FROM search_index_state")
+    set_state = "UPDATE search_index_state SET built = ?, resume_after = ?"
+    set_caught_up = "UPDATE search_index_state SET caught_up_to = ? WHERE caught_up_to < ?"
+    now = "SELECT {now}"
+    pending = f"SELECT s.session_id {_PENDING} ORDER BY s.updated_at LIMIT ?"
+    indexing = select(Indexing, "FROM sessions WHERE session_id = ?{lock}")
+    set_kind = "UPDATE sessions SET kind = ? WHERE session_id = ?"
+    next_sessions = (
+        "SELECT session_id FROM sessions WHERE session_id > ? ORDER BY session_id LIMIT ?"
+    )
+    first_sessions = "SELECT session_id FROM sessions ORDER BY session_id LIMIT ?"
+    count_sessions = "SELECT COUNT(*) FROM sessions"
+    count_done = "SELECT COUNT(*) FROM sessions WHERE session_id <= ?"
+    langgraph_thread = "SELECT 1 FROM lg_checkpoints WHERE session_id = ? LIMIT 1"
+    adk_session = "SELECT 1 FROM middleware_state WHERE scope = ? AND key = ?"
+    runtime_session = "SELECT 1 FROM runtime_heads WHERE session_id = ?"
+    # The chunks from the one holding context index ? on.
+    chunks_from = select(
+        Chunk,
+        "FROM context_chunks WHERE session_id = ? AND start >= (SELECT COALESCE(MAX(start), 0)"
+        " FROM context_chunks WHERE session_id = ? AND start <= ?) ORDER BY start",
+    )
+
+
+# --- removing text in the commit that removes it -----------------------------------------------
+
+
+def cut_context(tx: Tx, session_id: str, keep: int) -> None:
+    """Unindex the context items from index `keep` on (popped, cleared or replaced)."""
+    sql = tx.sql(SearchSql)
+    tx.run(sql.cut_context, (session_id, True, keep))
+    tx.run(sql.cut_mark, (keep, keep, session_id))
+
+
+def drop_context_prefix(tx: Tx, session_id: str, drop: int) -> None:
+    """Unindex a context's first `drop` items and renumber the rest from 0."""
+    sql = tx.sql(SearchSql)
+    tx.run(sql.drop_context_prefix, (session_id, True, drop))
+    tx.run(sql.shift_context, (drop, session_id, True))
+    tx.run(sql.shift_mark, (drop, drop, session_id))
+
+
+def forget_context(tx: Tx, session_id: str) -> None:
+    """Unindex a whole context, for the indexer to index anew (a save rewrote it)."""
+    cut_context(tx, session_id, 0)
+
+
+# --- adding text, off the save path ------------------------------------------------------------
+
+
+def _add(tx: Tx, rows: list[ItemInsert]) -> int:
+    if rows:
+        tx.many(tx.sql(SearchSql).add, rows)
+    return len(rows)
+
+
+def _context_from(tx: Tx, session_id: str, start: int, end: int) -> list[Any]:
+    """The context items from index `start` to `end`, read from the chunks that hold them."""
+    chunks = tx.rows(tx.sql(SearchSql).chunks_from, (session_id, session_id, start))
+    if not chunks:
+        return []
+    items: list[Any] = []
+    for chunk in chunks:
+        items.extend(decode_stored(chunk.items_json, list[Any], "checkpoint context", session_id))
+    first = chunks[0].start
+    return items[start - first : end - first]
+
+
+def _index_session(tx: Tx, session_id: str, row: Indexing, kind: str, mark: Mark | None) -> int:
+    """Index what a session gained since `mark` (all of it without one); items indexed."""
+    added = 0
+    if kind == LANGGRAPH_KIND:
+        pass
+    elif indexes_context(kind):
+        start = 0 if mark is None else mark.indexed_length
+        if row.context_length > start:
+            items = _context_from(tx, session_id, start, row.context_length)
+            rows = [
+                ItemInsert(session_id, None, start + index, True, body)
+                for index, body in item_texts(items)
+            ]
+            added = _add(tx, rows)
+    else:
+        after = -1 if mark is None else mark.indexed_sequence
+        batches = tx.rows(tx.sql(JournalSql).transcript_after, (session_id, after))
+        for batch in batches:
+            items = decode_stored(batch.items_json, list[Any], "transcript", session_id)
+            rows = [
+                ItemInsert(session_id, batch.sequence, index, False, body)
+                for index, body in item_texts(items)
+            ]
+            added += _add(tx, rows)
+    done = Mark(session_id, row.latest_sequence, row.context_length)
+    tx.run(tx.sql(SearchSql).set_mark, done)
+    return added
+
+
+class _Adding:
+    """Where a transaction's new rows start: on SQLite they go into FTS5 in one statement."""
+
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
+        self._fts5 = tx.dialect.text_search == "fts5"
+        self._after = int(tx.value(tx.sql(SearchSql).last_item)) if self._fts5 else 0
+
+    def done(self) -> None:
+        """Put the rows added since into the text index (PostgreSQL: done by the insert)."""
+        if self._fts5:
+            self._tx.run(self._tx.sql(SearchSql).fts5_add, (self._after,))
+
+
+def catch_up_batch(tx: Tx, sessions: int) -> int:
+    """Index the sessions changed since the indexer last looked, at most `sessions` of them;
+    how many it looked at (fewer than `sessions`: it has caught up)."""
+    sql = tx.sql(SearchSql)
+    state = tx.row(sql.state)
+    if state is None:
+        return 0
+    now = int(tx.value(sql.now))
+    adding = _Adding(tx)
+    # In id order: the row locks are taken in the order every other multi-row write takes them.
+    ids = sorted(tx.values(sql.pending, (state.caught_up_to, sessions)))
+    for session_id in ids:
+        row = tx.row(sql.indexing, (session_id,))
+        if row is not None and row.kind is not None:
+            _index_session(tx, session_id, row, row.kind, tx.row(sql.mark, (session_id,)))
+    adding.done()
+    if len(ids) < sessions:
+        bound = now - CATCH_UP_MARGIN_S
+        tx.run(sql.set_caught_up, (bound, bound))
+    return len(ids)
+
+
+def has_pending(tx: Tx) -> bool:
+    """Whether some session changed since the indexer last looked."""
+    sql = tx.sql(SearchSql)
+    state = tx.row(sql.state)
+    return state is not None and bool(tx.values(sql.pending, (state.caught_up_to, 1)))
+
+
+# --- the query ---------------------------------------------------------------------------------
+
+
+def _tsquery(query: SearchQuery) -> tuple[str, list[str]]:
+    """PostgreSQL: the terms as one tsquery expression, parsed by the index's own parser."""
+    parts = []
+    for term in query.terms:
+        phrase = "phraseto_tsquery('simple', ?)"
+        # The phrase's text with `:*` after its last word: that word matches as a prefix.
+        parts.append(f"to_tsquery('simple', {phrase}::text || ':*')" if term.prefix else phrase)
+    return " && ".join(parts), [term.text for term in query.terms]
+
+
+def _statement(tx: Tx, query: SearchQuery) -> tuple[str, list[Any]]:
+    owner, kind = query.owner_id, query.kind
+    filters = [owner, owner, kind, kind, query.since_ms, query.until_ms]
+    after = query.after_item if query.after_item is not None else 2**63 - 1
+    if tx.dialect.text_search == "fts5":
+        order = "search_fts.rank, i.item_id DESC" if query.best else "search_fts.rowid DESC"
+        sql = f"{_FTS5_SEARCH} ORDER BY {order} LIMIT ? OFFSET ?"
+        params = [fts5_query(query.terms), *filters, after, query.fetch, query.offset]
+        return tx.dialect.format(sql), params
+    expression, terms = _tsquery(query)
+    rank = "ts_rank_cd(i.body_vector, q.query)" if query.best else "0"
+    # The headline re-reads each hit's text: only the page's rows get one.
+    sql = (
+        f"WITH q AS MATERIALIZED (SELECT {expression} AS query),"
+        f" hits AS (SELECT {_HIT}, i.body, {rank} AS rank FROM search_items AS i"
+        " JOIN sessions AS s ON s.session_id = i.session_id CROSS JOIN q"
+        f" WHERE i.body_vector @@ q.query{_FILTERS}"
+        " ORDER BY rank DESC, i.item_id DESC LIMIT ? OFFSET ?)"
+        " SELECT item_id, session_id, kind, owner_id, sequence, item, written_at_ms,"
+        f" ts_headline('simple', hits.body, q.query, {_HEADLINE})"
+        " FROM hits CROSS JOIN q ORDER BY rank DESC, item_id DESC"
+    )
+    params = [*terms, *filters, after, query.fetch, query.offset]
+    return tx.dialect.format(sql), params
+
+
+def search(tx: Tx, query: SearchQuery) -> SearchPage:
+    """One page of hits; `SearchIndexNotBuilt` while a migrated store's index is unbuilt."""
+    state = tx.row(tx.sql(SearchSql).state)
+    if state is None or not state.built:
+        raise SearchIndexNotBuilt(
+            "the search index of this store is not built yet (the store was written before"
+            " search existed): run `turnstore reindex URL`, or `store.upkeep.reindex()`"
+        )
+    sql, params = _statement(tx, query)
+    rows = tx.rows(Query(sql, HitRow._make), params)
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    hits = []
+    for row in rows:
+        snippet, marks = marked(row.snippet or "")
+        hits.append(
+            SearchHit(
+                session_id=row.session_id,
+                kind=row.kind,
+                owner_id=row.owner_id,
+                sequence=row.sequence,
+                item=row.item,
+                written_at_ms=row.written_at_ms,
+                snippet=snippet,
+                marks=marks,
+            )
+        )
+    cursor = next_cursor(query, rows[-1].item_id) if more and rows else None
+    return SearchPage(hits=hits, next_cursor=cursor)
+
+
+# --- building the index of sessions written before it ------------------------------------------
+
+
+def _guessed_kind(tx: Tx, session_id: str, row: Indexing) -> str:
+    """The kind of a session written before schema 7, from what it holds."""
+    sql = tx.sql(SearchSql)
+    if tx.value(sql.langgraph_thread, (session_id,)) is not None:
+        return LANGGRAPH_KIND
+    if tx.value(sql.adk_session, (session_id, ADK_SESSION_KEY)) is not None:
+        return "adk"
+    if tx.value(sql.runtime_session, (session_id,)) is not None:
+        return CHECKPOINT_KIND
+    stored = decode_stored(row.checkpoint_state_json, Checkpoint, "checkpoint", session_id)
+    # A session of items keeps the empty checkpoint it was created with (but its owner);
+    # saves fill it in.
+    bare = msgspec.structs.replace(stored, sequence=0, session_context=SessionContext())
+    if encode_json(bare) == encode_json(Checkpoint.empty(session_id)):
+        return ITEMS_KIND
+    return CHECKPOINT_KIND
+
+
+def rebuild_session(tx: Tx, session_id: str) -> int:
+    """Index one session anew from what it holds, naming its kind if unnamed; items indexed."""
+    sql = tx.sql(SearchSql)
+    row = tx.row(sql.indexing, (session_id,))
+    if row is None:
+        return 0
+    kind = row.kind
+    if kind is None:
+        kind = _guessed_kind(tx, session_id, row)
+        tx.run(sql.set_kind, (kind, session_id))
+    tx.run(sql.drop_session, (session_id,))
+    adding = _Adding(tx)
+    added = _index_session(tx, session_id, row, kind, None)
+    adding.done()
+    return added
+
+
+def reindex_batch(tx: Tx, sessions: int, restart: bool) -> ReindexProgress:
+    """Index the next `sessions` sessions in id order (from the first, on `restart`)."""
+    sql = tx.sql(SearchSql)
+    state = tx.row(sql.state) or IndexState(False, None, 0)
+    if restart:
+        state = IndexState(False, None, state.caught_up_to)
+    total = int(tx.value(sql.count_sessions))
+    if state.built:
+        return ReindexProgress(
+            sessions_done=total, sessions_total=total, items_indexed=0, built=True
+        )
+    if state.resume_after is None:
+        ids = tx.values(sql.first_sessions, (sessions,))
+    else:
+        ids = tx.values(sql.next_sessions, (state.resume_after, sessions))
+    items = sum(rebuild_session(tx, session_id) for session_id in ids)
+    built = len(ids) < sessions
+    resume = ids[-1] if ids else state.resume_after
+    tx.run(sql.set_state, (built, None if built else resume))
+    done = total if built else int(tx.value(sql.count_done, (resume,)))
+    return ReindexProgress(
+        sessions_done=done, sessions_total=total, items_indexed=items, built=built
+    )

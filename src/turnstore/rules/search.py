@@ -1,0 +1,269 @@
+"""The conversation search: what text of an item is indexed, and how a query is read.
+
+An item's searchable text is every string in it but those under keys that name ids, roles,
+types, metadata or opaque data (`SKIPPED_KEYS`): message text, tool names, tool arguments and
+tool results, in the shapes of the OpenAI Responses and chat APIs, ADK events and others alike.
+
+A query is words and "quoted phrases", every one of which must match; a word or phrase that
+ends in `*` matches as a prefix. The query is parsed here and handed to the database as
+quoted terms, so no text a user types is read as the engine's own query syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from turnstore.errors import InvalidInput
+from turnstore.records.base import I64_MAX, I64_MIN
+from turnstore.records.search import SearchRequest
+from turnstore.rules.validation import optional_identifier
+from turnstore.rules.values import integer, is_blank, require, text, too_long
+
+SKIPPED_KEYS = frozenset(
+    {
+        "id",
+        "call_id",
+        "type",
+        "role",
+        "status",
+        "author",
+        "invocation_id",
+        "timestamp",
+        "encrypted_content",
+        "signature",
+        "thought_signature",
+        "annotations",
+        "logprobs",
+        "actions",
+        "usage",
+        "usage_metadata",
+        "model_version",
+        "branch",
+        "custom_metadata",
+        "grounding_metadata",
+        "citation_metadata",
+        "long_running_tool_ids",
+        "finish_reason",
+        "mime_type",
+        "inline_data",
+        "file_data",
+        "image_url",
+        "file_id",
+    }
+)
+"""Keys whose values are not conversation text: ids, roles, types, metadata, binary data."""
+CHECKPOINT_KIND = "turnstore"
+"""The kind of a session written by checkpoint saves: searched by its transcript."""
+LANGGRAPH_KIND = "langgraph"
+"""The kind of a LangGraph thread."""
+ITEMS_KIND = "items"
+"""The kind `append_context` gives a session it creates unless told another."""
+MAX_KIND_BYTES = 64
+"""The longest session kind, in UTF-8 bytes."""
+MAX_STRING_CHARS = 16 * 1024
+"""The most characters indexed of one string of an item."""
+MAX_ITEM_CHARS = 64 * 1024
+"""The most characters indexed of one item."""
+MAX_QUERY_CHARS = 500
+"""The longest query, in characters."""
+MAX_TERMS = 16
+"""The most words and phrases in one query."""
+MAX_LIMIT = 100
+"""The most hits one page holds."""
+MARK_START, MARK_END = "\ue000", "\ue001"
+"""Private-use characters that mark a match in a snippet as the database returns it."""
+_DEPTH = 16
+_WORD = re.compile(r"[^\W_]")
+_UNMARKED = str.maketrans({MARK_START: None, MARK_END: None, "\x00": "\ufffd"})
+
+
+def indexes_context(kind: str) -> bool:
+    """Whether a session of this kind is searched by its context (a session of items)."""
+    return kind not in (CHECKPOINT_KIND, LANGGRAPH_KIND)
+
+
+def items_kind(kind: object) -> str:
+    """A kind `append_context` may create a session as; `InvalidInput` if it may not."""
+    kind = text(kind, "session kind")
+    if is_blank(kind) or too_long(kind, MAX_KIND_BYTES) or "\x00" in kind:
+        raise InvalidInput(f"session kind must be 1..{MAX_KIND_BYTES} bytes of text without NUL")
+    if not indexes_context(kind):
+        raise InvalidInput(f"session kind {kind!r} is not a kind of session of items")
+    return kind
+
+
+def item_text(item: Any) -> str:
+    """The searchable text of one item: its strings, one per line; "" when it has none."""
+    found: list[str] = []
+    _collect(item, found, 0)
+    joined = "\n".join(found)[:MAX_ITEM_CHARS]
+    return joined.translate(_UNMARKED)
+
+
+def _collect(value: Any, found: list[str], depth: int) -> None:
+    kind = type(value)
+    if kind is str:
+        if not is_blank(value):
+            found.append(value[:MAX_STRING_CHARS])
+    elif depth >= _DEPTH:
+        return
+    elif kind is dict:
+        for key, inner in value.items():
+            if key not in SKIPPED_KEYS:
+                _collect(inner, found, depth + 1)
+    elif kind is list:
+        for inner in value:
+            _collect(inner, found, depth + 1)
+    elif isinstance(value, dict):  # a frozen or held item
+        _collect(dict(value), found, depth)
+    elif isinstance(value, list):
+        _collect(list(value), found, depth)
+
+
+def item_texts(items: Iterable[Any]) -> list[tuple[int, str]]:
+    """(index, text) of each item that has searchable text."""
+    return [(index, found) for index, item in enumerate(items) if (found := item_text(item))]
+
+
+class Term(NamedTuple):
+    """One word or quoted phrase of a query; `prefix` when its last word may be a prefix."""
+
+    text: str
+    prefix: bool
+
+
+def parse_query(query: object) -> tuple[Term, ...]:
+    """The terms of a query, or `InvalidInput` naming what is wrong with it."""
+    query = text(query, "search query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"search query is longer than {MAX_QUERY_CHARS} characters")
+    if "\x00" in query:
+        raise InvalidInput("search query cannot contain NUL")
+    terms: list[Term] = []
+    at = 0
+    while at < len(query):
+        char = query[at]
+        if char.isspace():
+            at += 1
+            continue
+        if char == '"':
+            end = query.find('"', at + 1)
+            if end < 0:
+                raise InvalidInput('search query has an unclosed quote (")')
+            body, at = query[at + 1 : end], end + 1
+            prefix = query.startswith("*", at)
+            at += prefix
+        else:
+            end = at
+            while end < len(query) and not query[end].isspace() and query[end] != '"':
+                end += 1
+            body, at = query[at:end], end
+            prefix = body.endswith("*")
+            body = body.rstrip("*")
+        if not _WORD.search(body):
+            raise InvalidInput(
+                f"search term {body!r} has no letter or digit: search for words, not punctuation"
+            )
+        terms.append(Term(" ".join(body.split()), prefix))
+    if not terms:
+        raise InvalidInput("search query is empty")
+    if len(terms) > MAX_TERMS:
+        raise InvalidInput(f"search query has more than {MAX_TERMS} words and phrases")
+    return tuple(terms)
+
+
+def fts5_query(terms: tuple[Term, ...]) -> str:
+    """The terms as an FTS5 query: each a quoted phrase, all of them required."""
+    return " ".join(
+        '"' + term.text.replace('"', '""') + '"' + ("*" if term.prefix else "") for term in terms
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A validated search request."""
+
+    terms: tuple[Term, ...]
+    owner_id: str | None
+    kind: str | None
+    since_ms: int
+    until_ms: int
+    best: bool
+    limit: int
+    after_item: int | None
+    """Newest first: hits below this item id (the cursor)."""
+    offset: int
+    """Best first: hits after this many (the cursor)."""
+
+    @property
+    def fetch(self) -> int:
+        """Rows to read: one more than the page, to learn whether another page follows."""
+        return self.limit + 1
+
+
+def search_query(request: object) -> SearchQuery:
+    """Validate a `SearchRequest`; `InvalidInput` says what is wrong."""
+    given = require(request, SearchRequest, "search request")
+    best = given.order == "best"
+    if given.order not in ("newest", "best"):
+        raise InvalidInput("search order must be 'newest' or 'best'")
+    limit = integer(given.limit, f"search limit must be 1..{MAX_LIMIT}", low=1, high=MAX_LIMIT)
+    since = _time(given.since_ms, I64_MIN, "since_ms")
+    until = _time(given.until_ms, I64_MAX, "until_ms")
+    after_item, offset = None, 0
+    if given.cursor is not None:
+        cursor = text(given.cursor, "search cursor")
+        mark, digits = cursor[:1], cursor[1:]
+        if mark != ("b" if best else "n") or not digits.isascii() or not digits.isdigit():
+            raise InvalidInput(f"{cursor[:80]!r} is not a cursor of a {given.order}-first search")
+        number = int(digits)
+        if number > I64_MAX:
+            raise InvalidInput("search cursor is out of range")
+        if best:
+            offset = number
+        else:
+            after_item = number
+    return SearchQuery(
+        terms=parse_query(given.query),
+        owner_id=optional_identifier(given.owner_id, "owner ID"),
+        kind=optional_identifier(given.kind, "session kind"),
+        since_ms=since,
+        until_ms=until,
+        best=best,
+        limit=limit,
+        after_item=after_item,
+        offset=offset,
+    )
+
+
+def _time(value: object, default: int, name: str) -> int:
+    if value is None:
+        return default
+    return integer(value, f"{name} must be a time in Unix milliseconds", low=I64_MIN)
+
+
+def next_cursor(query: SearchQuery, last_item: int) -> str:
+    """The cursor of the page after one whose last hit is `last_item`."""
+    return f"b{query.offset + query.limit}" if query.best else f"n{last_item}"
+
+
+def marked(snippet: str) -> tuple[str, list[tuple[int, int]]]:
+    """A snippet as the database marked it: its plain text and the (start, end) of each mark."""
+    plain: list[str] = []
+    marks: list[tuple[int, int]] = []
+    length = 0
+    start: int | None = None
+    for piece in re.split(f"([{MARK_START}{MARK_END}])", snippet):
+        if piece == MARK_START:
+            start = length
+        elif piece == MARK_END:
+            if start is not None and length > start:
+                marks.append((start, length))
+            start = None
+        else:
+            plain.append(piece)
+            length += len(piece)
+    return "".join(plain), marks
