@@ -67,7 +67,7 @@ async def test_concurrent_async_saves_commit_together_and_a_bad_one_fails_alone(
     store_url, backend_name, invalid
 ):
     """Concurrent async saves share transactions; only the invalid save fails, with its error."""
-    store = turnstore.open(store_url)
+    store = turnstore.open(store_url, index_in_background=False)  # counts commits
     try:
         await store.save(STALE_ORIGINAL)
         saves = _valid_saves()
@@ -96,7 +96,7 @@ def test_concurrent_thread_saves_commit_together_and_a_bad_one_fails_alone(
     store_url, backend_name, invalid
 ):
     """Saves from many threads share transactions; only the invalid save fails, with its error."""
-    with turnstore.open_blocking(store_url) as store:
+    with turnstore.open_blocking(store_url, index_in_background=False) as store:
         store.save(STALE_ORIGINAL)
         saves = _valid_saves()
         bad, error_type = _invalid_save(invalid)
@@ -137,7 +137,7 @@ async def test_a_write_failing_inside_its_savepoint_does_not_undo_its_batch(
     store_url, backend_name, database
 ):
     """A write that fails in its SAVEPOINT is rolled back alone; its batch still commits."""
-    store = turnstore.open(store_url)
+    store = turnstore.open(store_url, index_in_background=False)  # counts commits
     try:
         await store.save(STALE_ORIGINAL, [{"text": "original"}])
         victim = _checkpoint("victim", 1, "before")

@@ -324,14 +324,16 @@ def _statement(tx: Tx, query: SearchQuery) -> tuple[str, list[Any]]:
         params = [fts5_query(query.terms), *filters, after, query.fetch, query.offset]
         return tx.dialect.format(sql), params
     expression, terms = _tsquery(query)
-    rank = "ts_rank_cd(i.body_vector, q.query)" if query.best else "0"
+    # Newest first may walk the items backwards by key, testing each, until the page is full:
+    # a common term fills it after a few hundred rows, however big the store.
+    rank = "ts_rank_cd(i.body_vector, q.query)" if query.best else "i.item_id"
     # The headline re-reads each hit's text: only the page's rows get one.
     sql = (
         f"WITH q AS MATERIALIZED (SELECT {expression} AS query),"
         f" hits AS (SELECT {_HIT}, i.body, {rank} AS rank FROM search_items AS i"
         " JOIN sessions AS s ON s.session_id = i.session_id CROSS JOIN q"
         f" WHERE i.body_vector @@ q.query{_FILTERS}"
-        " ORDER BY rank DESC, i.item_id DESC LIMIT ? OFFSET ?)"
+        f" ORDER BY {rank} DESC, i.item_id DESC LIMIT ? OFFSET ?)"
         " SELECT item_id, session_id, kind, owner_id, sequence, item, written_at_ms,"
         f" ts_headline('simple', hits.body, q.query, {_HEADLINE})"
         " FROM hits CROSS JOIN q ORDER BY rank DESC, item_id DESC"
