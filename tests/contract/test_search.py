@@ -351,3 +351,57 @@ def test_a_migrated_store_is_searchable_once_reindexed(
         assert rebuilt.built
         assert rebuilt.items_indexed >= len(hits)
         assert _ids(migrated.search(SearchRequest(query="answer", limit=100))) == hits
+
+
+def test_the_postgres_plans_read_the_index_for_a_rare_term_and_walk_for_a_common_one():
+    """Newest first: a common term walks the newest items by key and stops at a page; a rare
+    or missing term reads the GIN index (a walk would read every item to find nothing)."""
+    import uuid
+
+    from conftest import POSTGRES_URL, postgres_connection, require_postgres
+    from turnstore.backends.postgres.engine import POSTGRES
+    from turnstore.backends.sql.search import COMMON_MATCHES, _statement
+    from turnstore.rules.search import search_query
+
+    require_postgres()
+    schema = f"test_{uuid.uuid4().hex}"
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    # Big enough that no plan reads the whole table: 20,000 items, the common term in one of
+    # 13 (over COMMON_MATCHES), the rare one in one.
+    items = [
+        {"role": "user", "content": f"filler {n}" + (" common" if n % 13 == 0 else "")}
+        for n in range(20_000)
+    ]
+    items[7]["content"] += " rarity"
+    assert COMMON_MATCHES < 20_000 // 13
+    try:
+        url = f"{POSTGRES_URL}{separator}schema={schema}"
+        with turnstore.open_blocking(url, index_in_background=False) as store:
+            store.append_context("s", items)
+            assert len(_ids(store.search(SearchRequest(query="rarity")))) == 1
+        with postgres_connection(schema) as connection:
+            connection.execute("ANALYZE")
+
+            class PlanTx:
+                dialect = POSTGRES
+
+                def run(self, sql: str, params: Any = ()) -> None:
+                    connection.execute(sql, params)
+
+                def value(self, sql: str, params: Any = ()) -> Any:
+                    return connection.execute(sql, params).fetchone()[0]
+
+            plans = {}
+            for term in ("common", "rarity", "missing"):
+                with connection.transaction():
+                    sql, params = _statement(PlanTx(), search_query(SearchRequest(query=term)))
+                    rows = connection.execute("EXPLAIN " + sql, params).fetchall()
+                plans[term] = "\n".join(row[0] for row in rows)
+    finally:
+        with postgres_connection() as connection:
+            connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    assert "Index Scan Backward using search_items_pkey" in plans["common"], plans["common"]
+    assert "search_items_body_idx" not in plans["common"], plans["common"]
+    for rare in ("rarity", "missing"):
+        assert "Bitmap Index Scan on search_items_body_idx" in plans[rare], plans[rare]
+        assert "Index Scan Backward" not in plans[rare], plans[rare]

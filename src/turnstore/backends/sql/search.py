@@ -314,6 +314,24 @@ def _tsquery(query: SearchQuery) -> tuple[str, list[str]]:
     return " && ".join(parts), [term.text for term in query.terms]
 
 
+COMMON_MATCHES = 1_000
+"""PostgreSQL: a query matching at least this many items is common (see `_common`)."""
+
+
+def _common(tx: Tx, expression: str, terms: list[str]) -> bool:
+    """PostgreSQL: whether a query matches `COMMON_MATCHES` items or more, counted on the
+    GIN index. The planner cannot tell a rare term from a missing one (neither is in its
+    statistics), and a walk of the newest items for a missing term reads them all."""
+    tx.run("SET LOCAL enable_seqscan = off")
+    probe = (
+        "SELECT COUNT(*) FROM (SELECT 1 FROM search_items"
+        f" WHERE body_vector @@ ({expression}) LIMIT ?) AS found"
+    )
+    found = int(tx.value(tx.dialect.format(probe), [*terms, COMMON_MATCHES]))
+    tx.run("SET LOCAL enable_seqscan = on")
+    return found >= COMMON_MATCHES
+
+
 def _statement(tx: Tx, query: SearchQuery) -> tuple[str, list[Any]]:
     owner, kind = query.owner_id, query.kind
     filters = [owner, owner, kind, kind, query.since_ms, query.until_ms]
@@ -324,21 +342,26 @@ def _statement(tx: Tx, query: SearchQuery) -> tuple[str, list[Any]]:
         params = [fts5_query(query.terms), *filters, after, query.fetch, query.offset]
         return tx.dialect.format(sql), params
     expression, terms = _tsquery(query)
-    # Newest first may walk the items backwards by key, testing each, until the page is full:
-    # a common term fills it after a few hundred rows, however big the store.
-    rank = "ts_rank_cd(i.body_vector, q.query)" if query.best else "i.item_id"
+    common = not query.best and _common(tx, expression, terms)
+    rank = f"ts_rank_cd(i.body_vector, {expression})" if query.best else "i.item_id"
+    # A rare term reads the GIN index and sorts its few hits (`+ 0` keeps the planner off
+    # the key's order); a common one, newest first, walks the newest items by key until the
+    # page is full: a few hundred rows, however big the store.
+    order = "rank" if common or query.best else "i.item_id + 0"
+    if common:
+        tx.run("SET LOCAL enable_bitmapscan = off")
     # The headline re-reads each hit's text: only the page's rows get one.
     sql = (
-        f"WITH q AS MATERIALIZED (SELECT {expression} AS query),"
-        f" hits AS (SELECT {_HIT}, i.body, {rank} AS rank FROM search_items AS i"
-        " JOIN sessions AS s ON s.session_id = i.session_id CROSS JOIN q"
-        f" WHERE i.body_vector @@ q.query{_FILTERS}"
-        f" ORDER BY {rank} DESC, i.item_id DESC LIMIT ? OFFSET ?)"
+        f"WITH hits AS (SELECT {_HIT}, i.body, {rank} AS rank FROM search_items AS i"
+        " JOIN sessions AS s ON s.session_id = i.session_id"
+        f" WHERE i.body_vector @@ ({expression}){_FILTERS}"
+        f" ORDER BY {order} DESC, i.item_id DESC LIMIT ? OFFSET ?)"
         " SELECT item_id, session_id, kind, owner_id, sequence, item, written_at_ms,"
-        f" ts_headline('simple', hits.body, q.query, {_HEADLINE})"
-        " FROM hits CROSS JOIN q ORDER BY rank DESC, item_id DESC"
+        f" ts_headline('simple', hits.body, {expression}, {_HEADLINE})"
+        " FROM hits ORDER BY rank DESC, item_id DESC"
     )
-    params = [*terms, *filters, after, query.fetch, query.offset]
+    ranked = terms if query.best else []
+    params = [*ranked, *terms, *filters, after, query.fetch, query.offset, *terms]
     return tx.dialect.format(sql), params
 
 
