@@ -158,8 +158,13 @@ async def test_owner_kind_and_time_scope_a_search(store):
     assert [summary.kind for summary in summaries] == ["turnstore", "openai-agents", "adk"]
 
 
-async def test_pages_follow_by_cursor_newest_first_and_best_first(store):
-    """Every hit once, in order, whatever the page size; best first ranks denser items higher."""
+@pytest.mark.parametrize("walk", [4_096, 2], ids=["walk-default", "walk-2"])
+async def test_pages_follow_by_cursor_newest_first_and_best_first(store, monkeypatch, walk):
+    """Every hit once, in order, whatever the page size; best first ranks denser items higher.
+
+    With a walk of 2 items, PostgreSQL's pages cross from the walked run to the GIN index.
+    """
+    monkeypatch.setattr("turnstore.backends.sql.search.WALK_ITEMS", walk)
     items = [{"role": "user", "content": f"ping number {n}" + " ping" * (n % 3)} for n in range(7)]
     for n, item in enumerate(items):
         await store.append_context(f"s{n}", [item], None)
@@ -288,16 +293,23 @@ def test_the_sqlite_newest_first_plan_walks_the_text_index_in_order(tmp_path):
     path = tmp_path / "plan.sqlite3"
     with turnstore.open_blocking(str(path)) as opened:
         opened.append_context("s", [{"role": "user", "content": "hello"}])
-    from turnstore.backends.sql.search import _statement
+    import sqlite3
+
+    from turnstore.backends.sql.search import _rows
     from turnstore.backends.sqlite.engine import SQLITE
     from turnstore.rules.search import search_query
 
-    class _Tx:
+    class Recorder:
         dialect = SQLITE
+        sent: tuple[str, Any] = ("", ())
 
-    sql, params = _statement(_Tx(), search_query(SearchRequest(query="hello")))  # type: ignore[arg-type]
-    import sqlite3
+        def rows(self, query: Any, params: Any) -> list[Any]:
+            self.sent = (query.sql, params)
+            return []
 
+    recorder = Recorder()
+    _rows(recorder, search_query(SearchRequest(query="hello")))  # type: ignore[arg-type]
+    sql, params = recorder.sent
     connection = sqlite3.connect(path)
     plan = " | ".join(row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, params))
     connection.close()
@@ -353,37 +365,46 @@ def test_a_migrated_store_is_searchable_once_reindexed(
         assert _ids(migrated.search(SearchRequest(query="answer", limit=100))) == hits
 
 
-def test_the_postgres_plans_read_the_index_for_a_rare_term_and_walk_for_a_common_one():
-    """Newest first: a common term walks the newest items by key and stops at a page; a rare
-    or missing term reads the GIN index (a walk would read every item to find nothing)."""
+def test_the_postgres_plans_walk_a_bounded_run_of_the_newest_items_then_read_the_index():
+    """Newest first: the newest WALK_ITEMS items are tested by key, backwards (a common term
+    fills its page there); the rest is read through the GIN index (a rare or missing term's
+    few hits), never by a walk of every item."""
     import uuid
 
     from conftest import POSTGRES_URL, postgres_connection, require_postgres
     from turnstore.backends.postgres.engine import POSTGRES
-    from turnstore.backends.sql.search import COMMON_MATCHES, _statement
+    from turnstore.backends.sql.search import WALK_ITEMS, _rows
     from turnstore.rules.search import search_query
 
     require_postgres()
     schema = f"test_{uuid.uuid4().hex}"
     separator = "&" if "?" in POSTGRES_URL else "?"
-    # Big enough that no plan reads the whole table: 20,000 items, the common term in one of
-    # 13 (over COMMON_MATCHES), the rare one in one.
+    # Big enough that no plan reads the whole table: the common term in one item of 13, the
+    # rare one in the oldest item, below the walked run.
     items = [
         {"role": "user", "content": f"filler {n}" + (" common" if n % 13 == 0 else "")}
-        for n in range(20_000)
+        for n in range(4 * WALK_ITEMS)
     ]
     items[7]["content"] += " rarity"
-    assert COMMON_MATCHES < 20_000 // 13
     try:
         url = f"{POSTGRES_URL}{separator}schema={schema}"
         with turnstore.open_blocking(url, index_in_background=False) as store:
             store.append_context("s", items)
-            assert len(_ids(store.search(SearchRequest(query="rarity")))) == 1
+            assert _ids(store.search(SearchRequest(query="rarity"))) == [("s", None, 7)]
+            assert len(_ids(store.search(SearchRequest(query="common")))) == 20
         with postgres_connection(schema) as connection:
             connection.execute("ANALYZE")
 
             class PlanTx:
+                """Runs `_rows`' statements, and keeps the plan of each page query."""
+
                 dialect = POSTGRES
+
+                def __init__(self) -> None:
+                    self.plans: list[str] = []
+
+                def sql(self, table: Any) -> Any:
+                    return POSTGRES.statements(table)
 
                 def run(self, sql: str, params: Any = ()) -> None:
                     connection.execute(sql, params)
@@ -391,17 +412,26 @@ def test_the_postgres_plans_read_the_index_for_a_rare_term_and_walk_for_a_common
                 def value(self, sql: str, params: Any = ()) -> Any:
                     return connection.execute(sql, params).fetchone()[0]
 
+                def rows(self, query: Any, params: Any) -> list[Any]:
+                    plan = connection.execute("EXPLAIN " + query.sql, params).fetchall()
+                    self.plans.append("\n".join(row[0] for row in plan))
+                    return [query.make(row) for row in connection.execute(query.sql, params)]
+
             plans = {}
             for term in ("common", "rarity", "missing"):
+                tx = PlanTx()
                 with connection.transaction():
-                    sql, params = _statement(PlanTx(), search_query(SearchRequest(query=term)))
-                    rows = connection.execute("EXPLAIN " + sql, params).fetchall()
-                plans[term] = "\n".join(row[0] for row in rows)
+                    _rows(tx, search_query(SearchRequest(query=term)))  # type: ignore[arg-type]
+                plans[term] = tx.plans
     finally:
         with postgres_connection() as connection:
             connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    assert "Index Scan Backward using search_items_pkey" in plans["common"], plans["common"]
-    assert "search_items_body_idx" not in plans["common"], plans["common"]
+    (walk,) = plans["common"]  # the page is full within the walk
+    assert "Index Scan Backward using search_items_pkey" in walk, walk
+    assert "search_items_body_idx" not in walk, walk
     for rare in ("rarity", "missing"):
-        assert "Bitmap Index Scan on search_items_body_idx" in plans[rare], plans[rare]
-        assert "Index Scan Backward" not in plans[rare], plans[rare]
+        bounded, rest = plans[rare]
+        assert "Index Scan Backward using search_items_pkey" in bounded, bounded
+        assert "(item_id > " in bounded, bounded
+        assert "Bitmap Index Scan on search_items_body_idx" in rest, rest
+        assert "Index Scan Backward" not in rest, rest

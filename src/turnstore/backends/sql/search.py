@@ -314,55 +314,63 @@ def _tsquery(query: SearchQuery) -> tuple[str, list[str]]:
     return " && ".join(parts), [term.text for term in query.terms]
 
 
-COMMON_MATCHES = 1_000
-"""PostgreSQL: a query matching at least this many items is common (see `_common`)."""
+WALK_ITEMS = 4_096
+"""PostgreSQL, newest first: how many of the newest items a search tests one by one before it
+reads the GIN index for the rest."""
 
 
-def _common(tx: Tx, expression: str, terms: list[str]) -> bool:
-    """PostgreSQL: whether a query matches `COMMON_MATCHES` items or more, counted on the
-    GIN index. The planner cannot tell a rare term from a missing one (neither is in its
-    statistics), and a walk of the newest items for a missing term reads them all."""
-    tx.run("SET LOCAL enable_seqscan = off")
-    probe = (
-        "SELECT COUNT(*) FROM (SELECT 1 FROM search_items"
-        f" WHERE body_vector @@ ({expression}) LIMIT ?) AS found"
-    )
-    found = int(tx.value(tx.dialect.format(probe), [*terms, COMMON_MATCHES]))
-    tx.run("SET LOCAL enable_seqscan = on")
-    return found >= COMMON_MATCHES
-
-
-def _statement(tx: Tx, query: SearchQuery) -> tuple[str, list[Any]]:
-    owner, kind = query.owner_id, query.kind
-    filters = [owner, owner, kind, kind, query.since_ms, query.until_ms]
-    after = query.after_item if query.after_item is not None else 2**63 - 1
-    if tx.dialect.text_search == "fts5":
-        order = "search_fts.rank, i.item_id DESC" if query.best else "search_fts.rowid DESC"
-        sql = f"{_FTS5_SEARCH} ORDER BY {order} LIMIT ? OFFSET ?"
-        params = [fts5_query(query.terms), *filters, after, query.fetch, query.offset]
-        return tx.dialect.format(sql), params
-    expression, terms = _tsquery(query)
-    common = not query.best and _common(tx, expression, terms)
-    rank = f"ts_rank_cd(i.body_vector, {expression})" if query.best else "i.item_id"
-    # A rare term reads the GIN index and sorts its few hits (`+ 0` keeps the planner off
-    # the key's order); a common one, newest first, walks the newest items by key until the
-    # page is full: a few hundred rows, however big the store.
-    order = "rank" if common or query.best else "i.item_id + 0"
-    if common:
-        tx.run("SET LOCAL enable_bitmapscan = off")
+def _sql(query: SearchQuery, expression: str, walk: bool) -> str:
+    """PostgreSQL: the page query. `walk` tests the newest items by key until the page is
+    full; otherwise the GIN index is read and its hits sorted (`+ 0` keeps the planner off the
+    key's order). The query is written out where it is used, so its value is a constant the
+    planner can weigh."""
+    rank = "i.item_id" if not query.best else f"ts_rank_cd(i.body_vector, {expression})"
+    order = "rank" if walk or query.best else "i.item_id + 0"
     # The headline re-reads each hit's text: only the page's rows get one.
-    sql = (
+    return (
         f"WITH hits AS (SELECT {_HIT}, i.body, {rank} AS rank FROM search_items AS i"
         " JOIN sessions AS s ON s.session_id = i.session_id"
-        f" WHERE i.body_vector @@ ({expression}){_FILTERS}"
+        f" WHERE i.body_vector @@ ({expression}){_FILTERS} AND i.item_id > ?"
         f" ORDER BY {order} DESC, i.item_id DESC LIMIT ? OFFSET ?)"
         " SELECT item_id, session_id, kind, owner_id, sequence, item, written_at_ms,"
         f" ts_headline('simple', hits.body, {expression}, {_HEADLINE})"
         " FROM hits ORDER BY rank DESC, item_id DESC"
     )
+
+
+def _rows(tx: Tx, query: SearchQuery) -> list[HitRow]:
+    """The page's rows, one more than the page when another follows."""
+    owner, kind = query.owner_id, query.kind
+    filters = [owner, owner, kind, kind, query.since_ms, query.until_ms]
+    after = query.after_item if query.after_item is not None else 2**63 - 1
+    if tx.dialect.text_search == "fts5":
+        # FTS5 walks a term's hits by row id, backwards, itself: one query fits every term.
+        order = "search_fts.rank, i.item_id DESC" if query.best else "search_fts.rowid DESC"
+        sql = tx.dialect.format(f"{_FTS5_SEARCH} ORDER BY {order} LIMIT ? OFFSET ?")
+        params = [fts5_query(query.terms), *filters, after, query.fetch, query.offset]
+        return tx.rows(Query(sql, HitRow._make), params)
+    expression, terms = _tsquery(query)
     ranked = terms if query.best else []
-    params = [*ranked, *terms, *filters, after, query.fetch, query.offset, *terms]
-    return tx.dialect.format(sql), params
+
+    def page(walk: bool, below: int, above: int, count: int) -> list[HitRow]:
+        params = [*ranked, *terms, *filters, below, above, count, query.offset, *terms]
+        return tx.rows(
+            Query(tx.dialect.format(_sql(query, expression, walk)), HitRow._make), params
+        )
+
+    if query.best:
+        return page(False, after, -1, query.fetch)
+    # The planner cannot tell a rare term from a missing one, and a walk that finds nothing
+    # reads every item: so the walk is bounded. A common term fills the page within it; what
+    # it leaves is read through the GIN index, where the term is by then rare.
+    top = int(tx.value(tx.sql(SearchSql).last_item))
+    floor = min(after - 1, top) - WALK_ITEMS
+    tx.run("SET LOCAL enable_bitmapscan = off")
+    rows = page(True, after, floor, query.fetch)
+    tx.run("SET LOCAL enable_bitmapscan = on")
+    if len(rows) < query.fetch and floor > 0:
+        rows += page(False, floor + 1, -1, query.fetch - len(rows))
+    return rows
 
 
 def search(tx: Tx, query: SearchQuery) -> SearchPage:
@@ -373,8 +381,7 @@ def search(tx: Tx, query: SearchQuery) -> SearchPage:
             "the search index of this store is not built yet (the store was written before"
             " search existed): run `turnstore reindex URL`, or `store.upkeep.reindex()`"
         )
-    sql, params = _statement(tx, query)
-    rows = tx.rows(Query(sql, HitRow._make), params)
+    rows = _rows(tx, query)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     hits = []
