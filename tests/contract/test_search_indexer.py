@@ -88,3 +88,14 @@ def test_text_popped_or_deleted_is_never_found_while_the_indexer_runs(store_url)
         writer.delete_sessions(["gone"])
         assert _found(reader, "doomed") == []
         assert _found(writer, "kept") == [("s", None, 0)]
+
+
+def test_a_writer_that_closes_leaves_its_last_writes_indexed(store_url):
+    """Closing a writable store indexes what it committed since its thread last looked."""
+    with turnstore.open_blocking(store_url) as writer:
+        writer.append_context("s", [{"role": "user", "content": "early words"}])
+    with turnstore.open_blocking(store_url) as writer:
+        writer.append_context("s", [{"role": "user", "content": "parting words"}])
+    with turnstore.open_blocking(store_url, read_only=True) as reader:
+        assert _found(reader, "parting") == [("s", None, 1)]
+        assert _found(reader, "early") == [("s", None, 0)]

@@ -19,6 +19,7 @@ from turnstore.backends.sql.engine import (
 DIALECT = Dialect(
     placeholder="%s",
     lock=" FOR UPDATE",
+    lock_skip=" FOR UPDATE SKIP LOCKED",
     key_share=" FOR KEY SHARE",
     now="NOW_S",
     now_ms="NOW_MS",

@@ -31,6 +31,8 @@ POSTGRES = Dialect(
     # Row locks stand in for SQLite's single writer: a session row is locked for the whole
     # save, so sequences of checkpoints and events advance one writer at a time per session.
     lock=" FOR UPDATE",
+    # The search indexer passes over a session a writer holds, and comes back to it.
+    lock_skip=" FOR UPDATE SKIP LOCKED",
     # A fork keeps its parent from being deleted until the child row exists.
     key_share=" FOR KEY SHARE",
     now="CAST(FLOOR(EXTRACT(EPOCH FROM now())) AS BIGINT)",

@@ -92,7 +92,7 @@ def matching(row: type[tuple[Any, ...]], head: str) -> str:
 _CURSOR_NUMBERS = itertools.count()
 """Names server-side cursors apart: a transaction may stream from two at once."""
 
-_WORDS = frozenset({"lock", "key_share", "now", "now_ms", "ids", "children"})
+_WORDS = frozenset({"lock", "lock_skip", "key_share", "now", "now_ms", "ids", "children"})
 """The dialect words a statement template may name in braces."""
 
 
@@ -112,6 +112,8 @@ class Dialect:
     """The positional parameter marker: `?` or `%s`."""
     lock: str
     """Suffix taking a row lock for update (empty where one writer serialises everything)."""
+    lock_skip: str
+    """`lock`, passing over a row another transaction holds instead of waiting for it."""
     key_share: str
     """Suffix keeping a row from being deleted while a child row is inserted."""
     now: str
@@ -141,6 +143,7 @@ class Dialect:
         """Fill a statement template's dialect words and placeholders."""
         words = {
             "lock": self.lock,
+            "lock_skip": self.lock_skip,
             "key_share": self.key_share,
             "now": self.now,
             "now_ms": self.now_ms,

@@ -48,14 +48,21 @@ class SearchIndexer:
                 # The next commit brings the next try; the writes themselves stand.
                 logger.warning("search indexing failed; it is tried again: %s", error)
 
-    def _catch_up(self) -> None:
+    def _catch_up(self, *, closing: bool = False) -> None:
         sessions = search.CATCH_UP_SESSIONS
-        while not self._stopping.is_set() and self._engine.read(search.has_pending):
+        while (closing or not self._stopping.is_set()) and self._engine.read(search.has_pending):
             looked = self._engine.write_blocking(lambda tx: search.catch_up_batch(tx, sessions))
             if looked < sessions:
                 return
 
     def stop(self) -> None:
-        """Stop the thread, letting a batch it began commit first."""
+        """Stop the thread, letting a batch it began commit first; then index what the store
+        committed since it last looked, so that a reader finds a closed writer's last saves."""
         self._stopping.set()
         self._thread.join()
+        if self._engine.writer_stats().transactions == self._seen:
+            return
+        try:
+            self._catch_up(closing=True)
+        except TurnstoreError as error:
+            logger.warning("search indexing at close failed; the next writer does it: %s", error)

@@ -167,6 +167,8 @@ class SearchSql(Statements):
     now = "SELECT {now}"
     pending = f"SELECT s.session_id {_PENDING} ORDER BY s.updated_at LIMIT ?"
     indexing = select(Indexing, "FROM sessions WHERE session_id = ?{lock}")
+    # The indexer does not wait for a session a writer holds: it comes back to it.
+    indexing_free = select(Indexing, "FROM sessions WHERE session_id = ?{lock_skip}")
     set_kind = "UPDATE sessions SET kind = ? WHERE session_id = ?"
     next_sessions = (
         "SELECT session_id FROM sessions WHERE session_id > ? ORDER BY session_id LIMIT ?"
@@ -283,12 +285,17 @@ def catch_up_batch(tx: Tx, sessions: int) -> int:
     adding = _Adding(tx)
     # In id order: the row locks are taken in the order every other multi-row write takes them.
     ids = sorted(tx.values(sql.pending, (state.caught_up_to, sessions)))
+    held = 0
     for session_id in ids:
-        row = tx.row(sql.indexing, (session_id,))
-        if row is not None and row.kind is not None:
+        row = tx.row(sql.indexing_free, (session_id,))
+        if row is None:
+            # Held by a writer (or deleted meanwhile): the next pass looks again, so the
+            # bound stays where it is.
+            held += 1
+        elif row.kind is not None:
             _index_session(tx, session_id, row, row.kind, tx.row(sql.mark, (session_id,)))
     adding.done()
-    if len(ids) < sessions:
+    if len(ids) < sessions and not held:
         bound = now - CATCH_UP_MARGIN_S
         tx.run(sql.set_caught_up, (bound, bound))
     return len(ids)

@@ -25,6 +25,7 @@ SQLITE = Dialect(
     placeholder="?",
     # One write connection serialises every write, so no row locks are needed.
     lock="",
+    lock_skip="",
     key_share="",
     now="unixepoch()",
     now_ms="CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
