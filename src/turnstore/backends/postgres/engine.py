@@ -68,17 +68,23 @@ def _pipelined(connection: psycopg.Connection[Any], begin: str, work: Callable[[
     a save waits for the server only where it reads rows and at the commit. BEGIN and COMMIT
     are sent as statements: psycopg's transaction blocks sync the pipeline at both ends.
     A statement that fails raises at the next read or at the commit, the transaction
-    aborted; whatever fails, the connection goes back to the pool outside any transaction.
+    aborted; whatever fails, the connection goes back to the pool outside any transaction (or
+    closed, after a database error, for the pool to replace).
     """
     try:
         with connection.pipeline() if POSTGRES.pipelined else contextlib.nullcontext():
             connection.execute(begin)
             result = work()
             connection.execute("COMMIT")
-    except BaseException:
+    except BaseException as error:
         if connection.info.transaction_status != TransactionStatus.IDLE and not connection.closed:
             with contextlib.suppress(psycopg.Error):
                 connection.execute("ROLLBACK")
+        if POSTGRES.pipelined and isinstance(error, psycopg.Error):
+            # A statement psycopg prepared in the aborted pipeline may be one it believes
+            # exists and the server never kept ("prepared statement _pg3_1 does not exist" on
+            # the connection's next use): the pool replaces this connection instead.
+            connection.close()
         raise
     return result
 
