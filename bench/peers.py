@@ -107,7 +107,8 @@ class TurnstorePeer(Peer):
         self._checkpoints: dict[str, Checkpoint] = {}
 
     async def setup(self) -> None:
-        self.store = turnstore.open(self.url)
+        # The save path alone: what the search indexer adds is `bench.search`'s off/on rows.
+        self.store = turnstore.open(self.url, index_in_background=False)
 
     def next_checkpoint(self, session: str, turn: Turn) -> Checkpoint:
         """The session's checkpoint at the next sequence: context grown by the turn's items."""
@@ -161,7 +162,7 @@ class TurnstoreBlockingPeer(TurnstorePeer):
         self.label = f"{self.label}, blocking"
 
     async def setup(self) -> None:
-        self.blocking = turnstore.open_blocking(self.url)
+        self.blocking = turnstore.open_blocking(self.url, index_in_background=False)
 
     async def save_turn(self, session: str, turn: Turn) -> None:
         checkpoint = self.next_checkpoint(session, turn)
