@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from turnstore.backends.sql import journals, search, sessions
+from turnstore.backends.sql import journals, search_cuts, sessions
 from turnstore.backends.sql.engine import Statements, Tx, insert, select
 from turnstore.backends.sql.sessions import Branch
 from turnstore.errors import (
@@ -250,7 +250,7 @@ def _append(
     insert_items(tx, save, plan)
     if kind is not None and indexes_context(kind):
         # A save to a session of items may have changed any item: its context is indexed anew.
-        search.forget_context(tx, save.session_id)
+        search_cuts.cut_context(tx, save.session_id, 0)
     if save.execution is not None:
         started_at_ms, record_json = save.execution
         row = ExecutionInsert(save.session_id, save.sequence, record_json, started_at_ms)

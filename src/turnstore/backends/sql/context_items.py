@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.backends.sql import search, sessions
+from turnstore.backends.sql import search_cuts, sessions
 from turnstore.backends.sql.checkpoints import (
     CheckpointSql,
     ChunkInsert,
@@ -245,7 +245,7 @@ def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
         return []
     removed, tail = _cut(tx, session_id, length, keep, read=drop is not None)
     if row.kind is not None and indexes_context(row.kind):
-        search.cut_context(tx, session_id, keep)
+        search_cuts.cut_context(tx, session_id, keep)
     sequence, state_json = _advanced(row, session_id)
     written = Advance(sequence, state_json, keep, tail, None, session_id)
     tx.run(tx.sql(ContextItemSql).advance, written)
@@ -283,9 +283,9 @@ def replace(
     checkpoint_sql = tx.sql(CheckpointSql)
     in_context = row.kind is not None and indexes_context(row.kind)
     if in_context:
-        search.cut_context(tx, session_id, start)
+        search_cuts.cut_context(tx, session_id, start)
         if drop_prefix:
-            search.drop_context_prefix(tx, session_id, drop_prefix)
+            search_cuts.drop_context_prefix(tx, session_id, drop_prefix)
     if drop_prefix:
         kept = tail(tx, session_id, length - drop_prefix)[: start - drop_prefix] + items
         _cut(tx, session_id, length, 0, read=False)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from turnstore.backends.sql import context_items
 from turnstore.backends.sql.engine import Query, Statements, Tx, insert, select
 from turnstore.backends.sql.journals import JournalSql
 from turnstore.errors import SearchIndexNotBuilt
@@ -25,6 +26,7 @@ from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint
 from turnstore.records.protocol import SessionContext
 from turnstore.records.search import ReindexProgress, SearchHit, SearchPage
+from turnstore.rules.pages import split_page
 from turnstore.rules.search import (
     CHECKPOINT_KIND,
     ITEMS_KIND,
@@ -84,13 +86,6 @@ class Mark(NamedTuple):
     indexed_length: int
 
 
-class Chunk(NamedTuple):
-    """A context chunk: its first item's index and its items."""
-
-    start: int
-    items_json: str
-
-
 class HitRow(NamedTuple):
     """One search hit as read, its snippet still marked."""
 
@@ -131,21 +126,6 @@ class SearchSql(Statements):
     """Statements of the search index (the query itself is built per dialect)."""
 
     add = insert(ItemInsert, "search_items", written_at_ms="{now_ms}")
-    cut_context = "DELETE FROM search_items WHERE session_id = ? AND in_context = ? AND item >= ?"
-    drop_context_prefix = (
-        "DELETE FROM search_items WHERE session_id = ? AND in_context = ? AND item < ?"
-    )
-    shift_context = (
-        "UPDATE search_items SET item = item - ? WHERE session_id = ? AND in_context = ?"
-    )
-    cut_mark = (
-        "UPDATE search_marks SET indexed_length = CASE WHEN indexed_length > ? THEN ?"
-        " ELSE indexed_length END WHERE session_id = ?"
-    )
-    shift_mark = (
-        "UPDATE search_marks SET indexed_length = CASE WHEN indexed_length > ?"
-        " THEN indexed_length - ? ELSE 0 END WHERE session_id = ?"
-    )
     drop_session = "DELETE FROM search_items WHERE session_id = ?"
     last_item = "SELECT COALESCE(MAX(item_id), 0) FROM search_items"
     # SQLite: the rows a transaction added, into the FTS5 index in one statement.
@@ -153,7 +133,6 @@ class SearchSql(Statements):
         "INSERT INTO search_fts (rowid, body) SELECT item_id, body FROM search_items"
         " WHERE item_id > ?"
     )
-    drop_mark = "DELETE FROM search_marks WHERE session_id = ?"
     mark = select(Mark, "FROM search_marks WHERE session_id = ?")
     set_mark = insert(
         Mark,
@@ -179,35 +158,6 @@ class SearchSql(Statements):
     langgraph_thread = "SELECT 1 FROM lg_checkpoints WHERE session_id = ? LIMIT 1"
     adk_session = "SELECT 1 FROM middleware_state WHERE scope = ? AND key = ?"
     runtime_session = "SELECT 1 FROM runtime_heads WHERE session_id = ?"
-    # The chunks from the one holding context index ? on.
-    chunks_from = select(
-        Chunk,
-        "FROM context_chunks WHERE session_id = ? AND start >= (SELECT COALESCE(MAX(start), 0)"
-        " FROM context_chunks WHERE session_id = ? AND start <= ?) ORDER BY start",
-    )
-
-
-# --- removing text in the commit that removes it -----------------------------------------------
-
-
-def cut_context(tx: Tx, session_id: str, keep: int) -> None:
-    """Unindex the context items from index `keep` on (popped, cleared or replaced)."""
-    sql = tx.sql(SearchSql)
-    tx.run(sql.cut_context, (session_id, True, keep))
-    tx.run(sql.cut_mark, (keep, keep, session_id))
-
-
-def drop_context_prefix(tx: Tx, session_id: str, drop: int) -> None:
-    """Unindex a context's first `drop` items and renumber the rest from 0."""
-    sql = tx.sql(SearchSql)
-    tx.run(sql.drop_context_prefix, (session_id, True, drop))
-    tx.run(sql.shift_context, (drop, session_id, True))
-    tx.run(sql.shift_mark, (drop, drop, session_id))
-
-
-def forget_context(tx: Tx, session_id: str) -> None:
-    """Unindex a whole context, for the indexer to index anew (a save rewrote it)."""
-    cut_context(tx, session_id, 0)
 
 
 # --- adding text, off the save path ------------------------------------------------------------
@@ -219,18 +169,6 @@ def _add(tx: Tx, rows: list[ItemInsert]) -> int:
     return len(rows)
 
 
-def _context_from(tx: Tx, session_id: str, start: int, end: int) -> list[Any]:
-    """The context items from index `start` to `end`, read from the chunks that hold them."""
-    chunks = tx.rows(tx.sql(SearchSql).chunks_from, (session_id, session_id, start))
-    if not chunks:
-        return []
-    items: list[Any] = []
-    for chunk in chunks:
-        items.extend(decode_stored(chunk.items_json, list[Any], "checkpoint context", session_id))
-    first = chunks[0].start
-    return items[start - first : end - first]
-
-
 def _index_session(tx: Tx, session_id: str, row: Indexing, kind: str, mark: Mark | None) -> int:
     """Index what a session gained since `mark` (all of it without one); items indexed."""
     added = 0
@@ -239,7 +177,8 @@ def _index_session(tx: Tx, session_id: str, row: Indexing, kind: str, mark: Mark
     elif indexes_context(kind):
         start = 0 if mark is None else mark.indexed_length
         if row.context_length > start:
-            items = _context_from(tx, session_id, start, row.context_length)
+            end = row.context_length
+            items = context_items.window(tx, session_id, end, end - start).items
             rows = [
                 ItemInsert(session_id, None, start + index, True, body)
                 for index, body in item_texts(items)
@@ -388,9 +327,7 @@ def search(tx: Tx, query: SearchQuery) -> SearchPage:
             "the search index of this store is not built yet (the store was written before"
             " search existed): run `turnstore reindex URL`, or `store.upkeep.reindex()`"
         )
-    rows = _rows(tx, query)
-    more = len(rows) > query.limit
-    rows = rows[: query.limit]
+    rows, last = split_page(_rows(tx, query), query.limit)
     hits = []
     for row in rows:
         snippet, marks = marked(row.snippet or "")
@@ -406,7 +343,7 @@ def search(tx: Tx, query: SearchQuery) -> SearchPage:
                 marks=marks,
             )
         )
-    cursor = next_cursor(query, rows[-1].item_id) if more and rows else None
+    cursor = None if last is None else next_cursor(query, last.item_id)
     return SearchPage(hits=hits, next_cursor=cursor)
 
 
