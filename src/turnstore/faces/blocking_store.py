@@ -35,6 +35,7 @@ from turnstore.records.checkpoint import (
     TranscriptPage,
     TranscriptPageRequest,
 )
+from turnstore.records.conversation import ConversationPage, ConversationRequest
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.validation import validate_session_id
@@ -143,6 +144,18 @@ class BlockingStore:
     def transcript_page(self, session_id: str, request: TranscriptPageRequest) -> TranscriptPage:
         """Load one newest-first page of transcript batches."""
         return self._driver.run(checkpoint_ops.transcript_page(session_id, request))
+
+    def conversation(
+        self, session_id: str, request: ConversationRequest | None = None
+    ) -> ConversationPage | None:
+        """Load one newest-first page of a session of any kind as messages; None if absent.
+
+        A `turnstore` session reads its transcript, a session of items its context, a
+        LangGraph thread the `messages` list of its newest checkpoint (docs/how-to/search.md).
+        """
+        return self._driver.run(
+            checkpoint_ops.conversation(session_id, request or ConversationRequest())
+        )
 
     def execution_page(self, session_id: str, request: ExecutionPageRequest) -> ExecutionPage:
         """Load one newest-first page of a session's finished turns."""

@@ -253,6 +253,7 @@ class CheckpointEncoding:
             blobs=blobs,
             lists=lists,
             first_user_message=_first_user_message(values, lists),
+            run_started=stored_metadata.get("source") == "input" and not target.checkpoint_ns,
         )
 
     def _tuple(self, thread_id: str, loaded: LoadedCheckpoint) -> CheckpointTuple:

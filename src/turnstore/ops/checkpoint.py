@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from turnstore.backends.sql import checkpoints, context_items, journals, search, sessions, transfer
+from turnstore.backends.sql import (
+    checkpoints,
+    context_items,
+    conversations,
+    journals,
+    search,
+    sessions,
+    transfer,
+)
 from turnstore.backends.sql.engine import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -24,8 +32,10 @@ from turnstore.records.checkpoint import (
     TranscriptPageRequest,
 )
 from turnstore.records.context import Context, ContextMark
+from turnstore.records.conversation import ConversationPage, ConversationRequest
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
+from turnstore.rules.conversation import conversation_request
 from turnstore.rules.journal import event_turn_page_steps, prepare_event
 from turnstore.rules.pages import (
     catalog_query,
@@ -143,6 +153,12 @@ def transcript_page(session_id: str, request: TranscriptPageRequest) -> Steps[Tr
     """Load one newest-first page of transcript batches."""
     query = journal_query(session_id, request, TranscriptPageRequest)
     return (yield from read(lambda tx: journals.transcript_page(tx, query)))
+
+
+def conversation(session_id: str, request: ConversationRequest) -> Steps[ConversationPage | None]:
+    """Load one newest-first page of a session of any kind, read as a conversation."""
+    session, checked = conversation_request(session_id, request)
+    return (yield from read(lambda tx: conversations.read(tx, session, checked)))
 
 
 def execution_page(session_id: str, request: ExecutionPageRequest) -> Steps[ExecutionPage]:

@@ -48,6 +48,13 @@ from turnstore.records.checkpoint import (
     boundary_starts_turn,
 )
 from turnstore.records.context import Context, FrozenDict, FrozenList
+from turnstore.records.conversation import (
+    ConversationPage,
+    ConversationRequest,
+    LangGraphPoint,
+    Message,
+    ToolCall,
+)
 from turnstore.records.runtime import (
     RUNTIME_RECORD_SCHEMA_VERSION,
     ActivePath,
@@ -129,6 +136,8 @@ __all__ = [
     "ContextRewrite",
     "ContextRewriteReason",
     "ContextWindow",
+    "ConversationPage",
+    "ConversationRequest",
     "DoctorReport",
     "DurabilityTier",
     "EventPage",
@@ -153,6 +162,8 @@ __all__ = [
     "GraphUnchanged",
     "HydratedSessionCheckpoint",
     "JournalEvent",
+    "LangGraphPoint",
+    "Message",
     "MigrationReport",
     "MigrationStep",
     "ModelSpec",
@@ -195,6 +206,7 @@ __all__ = [
     "SubagentRelation",
     "TimestampedEvent",
     "TokenLedgerEntry",
+    "ToolCall",
     "TranscriptBatch",
     "TranscriptPage",
     "TranscriptPageRequest",

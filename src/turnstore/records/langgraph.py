@@ -64,6 +64,8 @@ class PutRequest(NamedTuple):
     lists: list[ListWrite]
     first_user_message: str | None
     """What the catalog shows of the thread, if it shows nothing yet."""
+    run_started: bool = False
+    """The checkpoint is a run's input (metadata `source` "input"): the thread's runs count it."""
 
 
 class PutResult(NamedTuple):

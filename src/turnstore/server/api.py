@@ -23,6 +23,8 @@ from turnstore import (
     TranscriptPageRequest,
 )
 from turnstore.records import (
+    ConversationPage,
+    ConversationRequest,
     EventPage,
     ExecutionPage,
     ExecutionStats,
@@ -177,6 +179,23 @@ async def transcript(request: Request) -> Response:
     return json_response(page)
 
 
+async def conversation(request: Request) -> Response:
+    """One newest-first page of a session of any kind, read as messages."""
+    found = await visible_summary(request)
+    settings = settings_of(request)
+    page = await store_of(request).conversation(
+        found.session_id,
+        ConversationRequest(
+            before=params.sequence(request, "before"),
+            limit=params.limit(request, default=50, high=settings.max_events),
+            channel=params.text(request, "channel"),
+        ),
+    )
+    if page is None:
+        raise ApiError(404, "SessionNotFound", f"no session {found.session_id!r}")
+    return json_response(page)
+
+
 async def events(request: Request) -> Response:
     """One newest-first page of a session's event journal, with its high-water mark."""
     found = await visible_summary(request)
@@ -324,6 +343,21 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "Transcript batches, newest first",
         TranscriptPage,
         (_BEFORE, _LIMIT),
+    ),
+    Endpoint(
+        "/api/sessions/{session_id}/conversation",
+        conversation,
+        "The session read as messages, whatever wrote it; newest page first",
+        ConversationPage,
+        (
+            Param(
+                "before",
+                "integer",
+                "The `next_before` of the page before: a transcript sequence, or an item index.",
+            ),
+            Param("limit", "integer", "Items (batches for a transcript) per page, to the cap."),
+            Param("channel", "string", "A LangGraph thread's list channel; `messages` if absent."),
+        ),
     ),
     Endpoint(
         "/api/sessions/{session_id}/events",

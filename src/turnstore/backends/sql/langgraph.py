@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 from turnstore.backends.sql import sessions
 from turnstore.backends.sql.engine import Query, Statements, Tx, columns, insert, select
 from turnstore.errors import CorruptRecord
+from turnstore.records.base import decode_stored
+from turnstore.records.checkpoint import ExecutionStats
 from turnstore.records.langgraph import (
     EMPTY,
     LIST,
@@ -170,6 +172,8 @@ class LangGraphSql(Statements):
         " first_user_message = COALESCE(first_user_message, ?) WHERE session_id = ?"
     )
     owner = "SELECT owner_id FROM sessions WHERE session_id = ?"
+    stats = "SELECT execution_stats_json FROM sessions WHERE session_id = ?"
+    set_stats = "UPDATE sessions SET execution_stats_json = ? WHERE session_id = ?"
     upsert_write = insert(
         WriteInsert,
         "lg_writes",
@@ -218,6 +222,14 @@ def ensure_thread(
     sessions.lock(tx, session_id)
 
 
+def _count_run(tx: Tx, session_id: str) -> None:
+    """Count one more run of the thread in its execution stats (its turns, to the catalog)."""
+    sql = tx.sql(LangGraphSql)
+    stats = decode_stored(tx.value(sql.stats, (session_id,)), ExecutionStats, "execution stats")
+    stats.run_count += 1
+    tx.run(sql.set_stats, (stats.to_json().decode(), session_id))
+
+
 # --- put ------------------------------------------------------------------------------------
 
 
@@ -226,7 +238,7 @@ def _tip(tx: Tx, session_id: str, lineage: LineageRow) -> int:
     return lineage.base_length if top is None else int(top) + 1
 
 
-def _segments(tx: Tx, session_id: str, lineage: int, length: int) -> list[tuple[int, int, int]]:
+def segments(tx: Tx, session_id: str, lineage: int, length: int) -> list[tuple[int, int, int]]:
     """The (lineage, start, end) ranges holding a lineage's first `length` items, oldest first."""
     sql = tx.sql(LangGraphSql)
     found: list[tuple[int, int, int]] = []
@@ -280,7 +292,7 @@ def _write_list(tx: Tx, request: PutRequest, write: ListWrite, lineage: int, new
             else root._replace(base_lineage=base, base_length=write.start, depth=depth),
         )
         if base is not None and depth > MAX_DEPTH:
-            for source, start, end in _segments(tx, session_id, base, write.start):
+            for source, start, end in segments(tx, session_id, base, write.start):
                 tx.run(sql.copy_items, (lineage, session_id, source, start, end))
     rows = [
         ItemInsert(
@@ -306,6 +318,8 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
     """
     sql = tx.sql(LangGraphSql)
     ensure_thread(tx, request.session_id, request.owner_id, request.first_user_message)
+    if request.run_started:
+        _count_run(tx, request.session_id)
     places = {}
     missing = []
     for write in request.lists:
@@ -395,7 +409,7 @@ def channel_value(tx: Tx, session_id: str, blob: BlobRow) -> ChannelValue:
     assert blob.length is not None
     sql = tx.sql(LangGraphSql)
     items: list[Typed] = []
-    for lineage, start, end in _segments(tx, session_id, blob.lineage, blob.length):
+    for lineage, start, end in segments(tx, session_id, blob.lineage, blob.length):
         items += tx.rows(sql.items, (session_id, lineage, start, end))
     if len(items) != blob.length:
         message = f"the list value of channel {blob.channel!r} is missing items"

@@ -1,0 +1,139 @@
+"""A session of any kind read as a conversation: its transcript, context or LangGraph list.
+
+A `turnstore` session reads its transcript batches; a session of items its context; a
+LangGraph thread the list channel of its newest root checkpoint, a window of the list's
+lineage ranges by position, so a page costs the same at 50 turns and at 800.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turnstore.backends.sql import context_items, journals, sessions
+from turnstore.backends.sql.engine import Tx
+from turnstore.backends.sql.langgraph import (
+    LangGraphSql,
+    blobs_at,
+    segments,
+    versions_of,
+)
+from turnstore.records.conversation import (
+    ConversationPage,
+    ConversationRequest,
+    LangGraphPoint,
+)
+from turnstore.records.langgraph import EMPTY, LIST, CheckpointRow, Typed
+from turnstore.rules.conversation import message_of
+from turnstore.rules.langgraph_values import decode_value
+from turnstore.rules.pages import JournalQuery
+from turnstore.rules.search import CHECKPOINT_KIND, LANGGRAPH_KIND
+
+MESSAGES = "messages"
+"""The LangGraph channel read as a thread's conversation unless a request names another."""
+ROOT_NS = ""
+_TRIGGER = "branch:to:"
+
+
+def read(tx: Tx, session_id: str, request: ConversationRequest) -> ConversationPage | None:
+    """One newest-first page of a session's conversation, oldest first; None without one."""
+    summary = sessions.summary(tx, session_id)
+    if summary is None:
+        return None
+    page = ConversationPage(session_id=session_id, kind=summary.kind)
+    if summary.kind == LANGGRAPH_KIND:
+        _langgraph(tx, page, request)
+    elif summary.kind in (None, CHECKPOINT_KIND):
+        query = JournalQuery(session_id, request.before, request.limit)
+        transcript = journals.transcript_page(tx, query)
+        page.messages = [
+            message_of(item, batch.sequence, index)
+            for batch in reversed(transcript.batches)
+            for index, item in enumerate(batch.items)
+        ]
+        page.next_before = transcript.next_before_sequence
+    else:
+        window = context_items.window(tx, session_id, request.before, request.limit)
+        _window(page, window.items, window.start, window.length)
+    return page
+
+
+def _window(page: ConversationPage, items: list[Any], start: int, total: int) -> None:
+    page.messages = [message_of(item, None, start + offset) for offset, item in enumerate(items)]
+    page.next_before = start if start > 0 else None
+    page.total = total
+
+
+def _point(tx: Tx, row: CheckpointRow, channel: str) -> LangGraphPoint:
+    """The checkpoint's step and source, and the nodes it triggers next."""
+    metadata = decode_value(row.metadata_type, row.metadata)
+    checkpoint = decode_value(row.checkpoint_type, row.checkpoint)
+    point = LangGraphPoint(checkpoint_id=row.checkpoint_id, channel=channel)
+    if isinstance(metadata, dict):
+        step, source = metadata.get("step"), metadata.get("source")
+        point.step = step if isinstance(step, int) else None
+        point.source = source if isinstance(source, str) else None
+    if isinstance(checkpoint, dict):
+        point.next = _next_nodes(tx, row, checkpoint)
+    return point
+
+
+def _next_nodes(tx: Tx, row: CheckpointRow, checkpoint: dict[str, Any]) -> list[str]:
+    """Nodes whose `branch:to:` channel holds a value newer than the node last saw.
+
+    LangGraph's own rule for the next tasks of a checkpoint, for its trigger channels: a
+    channel cleared at the end of a step has a newer version but no value.
+    """
+    versions = checkpoint.get("channel_versions")
+    seen = checkpoint.get("versions_seen")
+    inline = checkpoint.get("channel_values")
+    if not isinstance(versions, dict) or not isinstance(seen, dict):
+        return []
+    moved: dict[str, str] = {}
+    for channel, version in versions.items():
+        if not isinstance(channel, str) or not channel.startswith(_TRIGGER):
+            continue
+        node = channel[len(_TRIGGER) :]
+        node_seen = seen.get(node)
+        last = node_seen.get(channel) if isinstance(node_seen, dict) else None
+        if last is None or (type(last) is type(version) and version > last):
+            moved[channel] = node
+    held = set(inline) if isinstance(inline, dict) else set()
+    keys = versions_of(row)
+    stored = {ch: keys[ch] for ch in moved if ch not in held and ch in keys}
+    for blob in blobs_at(tx, row.session_id, row.checkpoint_ns, stored):
+        if blob.value_type != EMPTY:
+            held.add(blob.channel)
+    return sorted(node for channel, node in moved.items() if channel in held)
+
+
+def _langgraph(tx: Tx, page: ConversationPage, request: ConversationRequest) -> None:
+    sql = tx.sql(LangGraphSql)
+    row = tx.row(sql.latest, (page.session_id, ROOT_NS))
+    if row is None:
+        page.total = 0
+        return
+    channel = request.channel or MESSAGES
+    page.langgraph = _point(tx, row, channel)
+    version = versions_of(row).get(channel)
+    blobs = [] if version is None else blobs_at(tx, page.session_id, ROOT_NS, {channel: version})
+    if not blobs:
+        page.total = 0
+        return
+    blob = blobs[0]
+    if blob.value_type != LIST:
+        value = None if blob.value is None else decode_value(blob.value_type, blob.value)
+        items = value if isinstance(value, list) else [] if value is None else [value]
+        end = len(items) if request.before is None else min(request.before, len(items))
+        start = max(0, end - request.limit)
+        _window(page, items[start:end], start, len(items))
+        return
+    assert blob.lineage is not None
+    assert blob.length is not None
+    end = blob.length if request.before is None else min(request.before, blob.length)
+    start = max(0, end - request.limit)
+    typed: list[Typed] = []
+    for lineage, first, last in segments(tx, page.session_id, blob.lineage, end):
+        low, high = max(first, start), min(last, end)
+        if low < high:
+            typed += tx.rows(sql.items, (page.session_id, lineage, low, high))
+    _window(page, [decode_value(*item) for item in typed], start, blob.length)
