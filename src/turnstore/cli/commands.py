@@ -184,17 +184,33 @@ def _show_one_page(
 @count_option(
     "--batches", "How many of the newest transcript batches (one per checkpoint) to show."
 )
+@click.option(
+    "--messages",
+    metavar="N",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="How many of the newest messages of a framework session (not batched) to show.",
+)
 @JSON_OPTION
 def show_session(
-    url: str, session_id: str, events: int, before: int | None, batches: int, as_json: bool
+    url: str,
+    session_id: str,
+    events: int,
+    before: int | None,
+    batches: int,
+    messages: int,
+    as_json: bool,
 ) -> None:
-    """Show a session: summary, transcript and a page of its events.
+    """Show a session of any kind: summary, conversation and a page of its events.
 
-    URL is the store and SESSION_ID a session in it. When older events exist, the output
-    ends with the command showing the next older page (--json: next_before_sequence).
+    URL is the store and SESSION_ID a session in it. The conversation is read the same way
+    for every kind: a native session's transcript, the items of an OpenAI Agents SDK or ADK
+    session, a LangGraph thread's messages. When older events exist, the output ends with
+    the command showing the next older page (--json: next_before_sequence).
     """
     with open_store(url, read_only=True) as store:
-        view = views.session_view(store, session_id, batches, events, before)
+        view = views.session_view(store, session_id, (batches, messages, events), before)
     if view is None:
         raise click.ClickException(f"{display_url(url)}: no session {session_id!r}")
     if as_json:

@@ -32,6 +32,7 @@ from turnstore.events import (
     WebSearchBeginEvent,
     WebSearchEndEvent,
 )
+from turnstore.records.conversation import Message
 
 
 def event_kind(msg: EventMsg) -> str:
@@ -87,35 +88,19 @@ def _compact_json(value: Any) -> str:
         return repr(value)
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [part.get("text") for part in content if isinstance(part, dict)]
-        return " ".join(part for part in parts if isinstance(part, str))
-    return _compact_json(content)
+def message_who(message: Message) -> str:
+    """Who wrote a message: its role, and its author or tool name when it has one."""
+    return message.role if message.name is None else f"{message.role} {message.name}"
 
 
-def item_label(item: Any) -> str:
-    """Who or what a transcript item is: a role, or the item's type."""
-    if not isinstance(item, dict):
-        return "item"
-    label = item.get("role") or item.get("type") or "item"
-    return str(label)
-
-
-def item_text(item: Any) -> str:
-    """The readable text of a transcript item in the OpenAI Responses (or chat) shape."""
-    if not isinstance(item, dict):
-        return _compact_json(item)
-    kind = item.get("type")
-    if "role" in item:
-        return _content_text(item.get("content"))
-    if kind == "reasoning":
-        return _content_text(item.get("summary"))
-    if kind == "function_call":
-        return f"{item.get('name')} {item.get('arguments')}"
-    if kind == "function_call_output":
-        output = item.get("output")
-        return output if isinstance(output, str) else _compact_json(output)
-    return _compact_json(item)
+def message_line(message: Message) -> str:
+    """A message as one line: its text, the tools it calls, the call it answers, its state."""
+    parts = [message.text] if message.text else []
+    if message.tool_call_id is not None:
+        parts.insert(0, f"[{message.tool_call_id}]")
+    parts += [f"-> {call.name}({call.arguments})" for call in message.tool_calls]
+    if message.state_delta:
+        parts.append(f"state: {_compact_json(message.state_delta)}")
+    if not parts:
+        parts.append(_compact_json(message.item))
+    return " ".join(parts)

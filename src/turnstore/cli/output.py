@@ -18,18 +18,20 @@ from turnstore import (
 from turnstore.cli import common
 from turnstore.cli.common import cut, escape_text
 from turnstore.cli.crash import CrashResult
-from turnstore.cli.describe import event_detail, event_kind, item_label, item_text
+from turnstore.cli.describe import event_detail, event_kind, message_line, message_who
 from turnstore.cli.views import PositionedItem, SessionView, StoreView
 from turnstore.events import (
     ModelStepCompletedEvent,
     TurnStartedEvent,
 )
 from turnstore.records import (
+    ConversationPage,
     ExecutionStats,
     JournalEvent,
     SessionSummary,
     StreamMetrics,
 )
+from turnstore.rules.conversation import message_of
 
 VIEWER_URL = "http://127.0.0.1:8765/"
 """Where `turnstore serve` answers by default."""
@@ -111,6 +113,7 @@ def render_catalog(console: Console, sessions: Sequence[SessionSummary]) -> None
         _name("forked from"),
         _right("seq"),
         _right("turns"),
+        _name("kind"),
         _name("owner"),
         "first message",
     )
@@ -120,6 +123,7 @@ def render_catalog(console: Console, sessions: Sequence[SessionSummary]) -> None
             Text(_parent(summary)),
             str(summary.sequence),
             str(summary.execution_stats.run_count),
+            Text(cut(summary.kind or "-", 20)),
             Text(cut(summary.session_context.owner_id or "", 40)),
             # One line per session: the message is cut, never wrapped.
             Text(cut(summary.first_user_message or ""), no_wrap=True, overflow="ellipsis"),
@@ -134,6 +138,7 @@ def render_summary(console: Console, summary: SessionSummary) -> None:
         ("session", summary.session_id),
         ("forked from", _parent(summary) or "-"),
         ("sequence", str(summary.sequence)),
+        ("kind", summary.kind or "-"),
         ("owner", context.owner_id or "-"),
         ("workspace", context.workspace_label or context.workspace_id or "-"),
         ("origin", context.origin_label or "-"),
@@ -232,12 +237,41 @@ def render_transcript(console: Console, items: Sequence[PositionedItem]) -> None
         return
     table = _table(_right("at"), _name("who"), "text")
     for position, item in items:
+        message = message_of(item, position.checkpoint_sequence, position.batch_item_count - 1)
         table.add_row(
             f"{position.checkpoint_sequence}.{position.batch_item_count}",
-            Text(cut(item_label(item), 40)),
-            Text(cut(item_text(item))),
+            Text(cut(message_who(message), 40)),
+            Text(cut(message_line(message))),
         )
     console.print(table)
+
+
+def render_conversation(console: Console, page: ConversationPage) -> None:
+    """Print a page of a conversation oldest first, each message at its place, with extras.
+
+    A transcript message's place is `sequence.item` (1-based), an item's its index.
+    """
+    point = page.langgraph
+    if point is not None:
+        nexts = ", ".join(point.next) or "nothing (the run is done)"
+        console.print(
+            Text(
+                f"LangGraph checkpoint {cut(point.checkpoint_id, 60)}, step {point.step},"
+                f" source {point.source}; next: {cut(nexts, 200)}"
+            )
+        )
+    if not page.messages:
+        console.print("No messages.")
+        return
+    table = _table(_right("at"), _name("who"), "text")
+    for message in page.messages:
+        at = str(message.index)
+        if message.sequence is not None:
+            at = f"{message.sequence}.{message.index + 1}"
+        table.add_row(at, Text(cut(message_who(message), 40)), Text(cut(message_line(message))))
+    console.print(table)
+    if page.next_before is not None and page.total is not None:
+        console.print(f"{page.next_before} older of {page.total} items not shown.")
 
 
 def _count_failed(total: int, failed: int) -> str:
@@ -272,8 +306,9 @@ def render_session(console: Console, view: SessionView, older: str | None = None
     """Print `sessions show`: summary, transcript and events, then how to page older ones."""
     heading(console, Text(f"Session {cut(view.summary.session_id, 60)}"))
     render_summary(console, view.summary)
-    heading(console, "Transcript (newest batches, oldest first)")
-    render_transcript(console, view.transcript)
+    kind = view.summary.kind or "turnstore"
+    heading(console, f"Conversation ({kind}; newest, oldest first)")
+    render_conversation(console, view.conversation)
     title = "Recent events" if view.before is None else f"Events before seq {view.before}"
     heading(console, title)
     render_events(console, view.events)

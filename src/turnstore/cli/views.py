@@ -18,6 +18,8 @@ from turnstore.events import (
     MessageTarget,
 )
 from turnstore.records import (
+    ConversationPage,
+    ConversationRequest,
     JournalEvent,
     SessionSummary,
 )
@@ -37,6 +39,7 @@ class SessionView:
     summary: SessionSummary
     transcript: list[PositionedItem]
     events: list[JournalEvent]
+    conversation: ConversationPage
     before: int | None = None
     next_before_sequence: int | None = None
 
@@ -48,6 +51,7 @@ class SessionView:
                 {"position": position.to_builtins(), "item": item}
                 for position, item in self.transcript
             ],
+            "conversation": self.conversation.to_builtins(),
             "events": [event.to_builtins() for event in self.events],
             "next_before_sequence": self.next_before_sequence,
         }
@@ -77,19 +81,30 @@ def transcript(store: BlockingStore, session_id: str, batches: int) -> list[Posi
 
 
 def session_view(
-    store: BlockingStore, session_id: str, batches: int, events: int, before: int | None = None
+    store: BlockingStore,
+    session_id: str,
+    counts: tuple[int, int, int],
+    before: int | None = None,
 ) -> SessionView | None:
-    """A session's summary, newest transcript batches and a page of events; None if absent.
+    """A session's summary, conversation and a page of events; None if absent.
 
-    The events are the newest `events` of those below sequence `before` (all, when None).
+    `counts` are the newest transcript batches, conversation items (of a session of items or
+    a LangGraph thread) and events to show; the events are those below sequence `before`.
     """
+    batches, messages, events = counts
     summary = store.session_summary(session_id)
     if summary is None:
         return None
     page = store.event_page(session_id, EventPageRequest(limit=events, before_sequence=before))
+    by_batch = summary.kind in (None, "turnstore")
+    request = ConversationRequest(limit=batches if by_batch else messages)
+    conversation = store.conversation(session_id, request)
+    if conversation is None:
+        return None
     return SessionView(
         summary=summary,
         transcript=transcript(store, session_id, batches),
+        conversation=conversation,
         events=page.into_chronological(),
         before=before,
         next_before_sequence=page.next_before_sequence if page.events else None,

@@ -26,6 +26,8 @@ SKIPPED_KEYS = frozenset(
     {
         "id",
         "call_id",
+        "tool_call_id",
+        "response_metadata",
         "type",
         "role",
         "status",
@@ -58,7 +60,9 @@ SKIPPED_KEYS = frozenset(
 CHECKPOINT_KIND = "turnstore"
 """The kind of a session written by checkpoint saves: searched by its transcript."""
 LANGGRAPH_KIND = "langgraph"
-"""The kind of a LangGraph thread."""
+"""The kind of a LangGraph thread: searched, and read, by its `MESSAGES` list."""
+MESSAGES = "messages"
+"""The LangGraph channel that is a thread's conversation (LangGraph's `MessagesState`)."""
 ITEMS_KIND = "items"
 """The kind `append_context` gives a session it creates unless told another."""
 MAX_KIND_BYTES = 64

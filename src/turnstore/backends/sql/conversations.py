@@ -7,7 +7,7 @@ lineage ranges by position, so a page costs the same at 50 turns and at 800.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from turnstore.backends.sql import context_items, journals, sessions
 from turnstore.backends.sql.engine import Tx
@@ -26,10 +26,8 @@ from turnstore.records.langgraph import EMPTY, LIST, CheckpointRow, Typed
 from turnstore.rules.conversation import message_of
 from turnstore.rules.langgraph_values import decode_value
 from turnstore.rules.pages import JournalQuery
-from turnstore.rules.search import CHECKPOINT_KIND, LANGGRAPH_KIND
+from turnstore.rules.search import CHECKPOINT_KIND, LANGGRAPH_KIND, MESSAGES
 
-MESSAGES = "messages"
-"""The LangGraph channel read as a thread's conversation unless a request names another."""
 ROOT_NS = ""
 _TRIGGER = "branch:to:"
 
@@ -106,34 +104,56 @@ def _next_nodes(tx: Tx, row: CheckpointRow, checkpoint: dict[str, Any]) -> list[
     return sorted(node for channel, node in moved.items() if channel in held)
 
 
+class ListWindow(NamedTuple):
+    """A run of a LangGraph list's items, decoded, with where it starts and the list's length."""
+
+    items: list[Any]
+    start: int
+    length: int
+
+
+def newest_root(tx: Tx, session_id: str) -> CheckpointRow | None:
+    """A thread's newest checkpoint in the root namespace, without its values."""
+    return tx.row(tx.sql(LangGraphSql).latest, (session_id, ROOT_NS))
+
+
+def list_window(
+    tx: Tx, row: CheckpointRow, channel: str, before: int | None, limit: int | None, since: int = 0
+) -> ListWindow:
+    """The newest `limit` items (all when None) before index `before` and from `since` of a
+    list channel at a checkpoint, read from its lineage ranges only."""
+    version = versions_of(row).get(channel)
+    blobs = [] if version is None else blobs_at(tx, row.session_id, ROOT_NS, {channel: version})
+    if not blobs or blobs[0].value_type == EMPTY:
+        return ListWindow([], 0, 0)
+    blob = blobs[0]
+
+    def bounds(length: int) -> tuple[int, int]:
+        end = length if before is None else min(before, length)
+        return max(since, 0 if limit is None else end - limit), end
+
+    if blob.value_type != LIST:
+        value = None if blob.value is None else decode_value(blob.value_type, blob.value)
+        whole = value if isinstance(value, list) else [] if value is None else [value]
+        first, end = bounds(len(whole))
+        return ListWindow(whole[first:end], first, len(whole))
+    assert blob.lineage is not None
+    assert blob.length is not None
+    first, end = bounds(blob.length)
+    typed: list[Typed] = []
+    for lineage, low, high in segments(tx, row.session_id, blob.lineage, end):
+        low, high = max(low, first), min(high, end)
+        if low < high:
+            typed += tx.rows(tx.sql(LangGraphSql).items, (row.session_id, lineage, low, high))
+    return ListWindow([decode_value(*item) for item in typed], first, blob.length)
+
+
 def _langgraph(tx: Tx, page: ConversationPage, request: ConversationRequest) -> None:
-    sql = tx.sql(LangGraphSql)
-    row = tx.row(sql.latest, (page.session_id, ROOT_NS))
+    row = newest_root(tx, page.session_id)
     if row is None:
         page.total = 0
         return
     channel = request.channel or MESSAGES
     page.langgraph = _point(tx, row, channel)
-    version = versions_of(row).get(channel)
-    blobs = [] if version is None else blobs_at(tx, page.session_id, ROOT_NS, {channel: version})
-    if not blobs:
-        page.total = 0
-        return
-    blob = blobs[0]
-    if blob.value_type != LIST:
-        value = None if blob.value is None else decode_value(blob.value_type, blob.value)
-        items = value if isinstance(value, list) else [] if value is None else [value]
-        end = len(items) if request.before is None else min(request.before, len(items))
-        start = max(0, end - request.limit)
-        _window(page, items[start:end], start, len(items))
-        return
-    assert blob.lineage is not None
-    assert blob.length is not None
-    end = blob.length if request.before is None else min(request.before, blob.length)
-    start = max(0, end - request.limit)
-    typed: list[Typed] = []
-    for lineage, first, last in segments(tx, page.session_id, blob.lineage, end):
-        low, high = max(first, start), min(last, end)
-        if low < high:
-            typed += tx.rows(sql.items, (page.session_id, lineage, low, high))
-    _window(page, [decode_value(*item) for item in typed], start, blob.length)
+    window = list_window(tx, row, channel, request.before, request.limit)
+    _window(page, window.items, window.start, window.length)

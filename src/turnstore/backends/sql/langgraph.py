@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from turnstore.backends.sql import sessions
+from turnstore.backends.sql import search_cuts, sessions
 from turnstore.backends.sql.engine import Query, Statements, Tx, columns, insert, select
 from turnstore.errors import CorruptRecord
 from turnstore.records.base import decode_stored
@@ -37,7 +37,7 @@ from turnstore.records.langgraph import (
 )
 from turnstore.rules.context import plan_context_write
 from turnstore.rules.saves import prepare_append
-from turnstore.rules.search import LANGGRAPH_KIND
+from turnstore.rules.search import LANGGRAPH_KIND, MESSAGES
 
 MAX_DEPTH = 4
 """Lineages a list value may span before a branch copies its prefix into a new root."""
@@ -330,6 +330,13 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
     if missing:
         return PutResult(stored={}, missing=missing)
     stored: dict[str, tuple[int, int]] = {}
+    if not request.checkpoint_ns:
+        # A list in a new lineage is a rewrite (or the first): its old items are unindexed.
+        rewritten = any(
+            write.channel == MESSAGES and (places[write.channel] or (0, False))[1]
+            for write in request.lists
+        )
+        search_cuts.langgraph_put(tx, request.session_id, rewritten)
     blob_rows = [_blob(request, blob.channel, blob.version, blob) for blob in request.blobs]
     for write in request.lists:
         place = places[write.channel]

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.backends.sql import context_items
+from turnstore.backends.sql import context_items, conversations
 from turnstore.backends.sql.engine import Query, Statements, Tx, insert, select
 from turnstore.backends.sql.journals import JournalSql
 from turnstore.errors import SearchIndexNotBuilt
@@ -31,6 +31,7 @@ from turnstore.rules.search import (
     CHECKPOINT_KIND,
     ITEMS_KIND,
     LANGGRAPH_KIND,
+    MESSAGES,
     SearchQuery,
     fts5_query,
     indexes_context,
@@ -172,8 +173,9 @@ def _add(tx: Tx, rows: list[ItemInsert]) -> int:
 def _index_session(tx: Tx, session_id: str, row: Indexing, kind: str, mark: Mark | None) -> int:
     """Index what a session gained since `mark` (all of it without one); items indexed."""
     added = 0
+    length = row.context_length
     if kind == LANGGRAPH_KIND:
-        pass
+        length, added = _index_thread(tx, session_id, mark)
     elif indexes_context(kind):
         start = 0 if mark is None else mark.indexed_length
         if row.context_length > start:
@@ -194,9 +196,24 @@ def _index_session(tx: Tx, session_id: str, row: Indexing, kind: str, mark: Mark
                 for index, body in item_texts(items)
             ]
             added += _add(tx, rows)
-    done = Mark(session_id, row.latest_sequence, row.context_length)
+    done = Mark(session_id, row.latest_sequence, length)
     tx.run(tx.sql(SearchSql).set_mark, done)
     return added
+
+
+def _index_thread(tx: Tx, session_id: str, mark: Mark | None) -> tuple[int, int]:
+    """Index the messages a LangGraph thread's newest checkpoint added to its list since
+    `mark`; how far the list is indexed, and the items indexed."""
+    since = 0 if mark is None else mark.indexed_length
+    checkpoint = conversations.newest_root(tx, session_id)
+    if checkpoint is None:
+        return since, 0
+    window = conversations.list_window(tx, checkpoint, MESSAGES, None, None, since)
+    rows = [
+        ItemInsert(session_id, None, window.start + index, True, body)
+        for index, body in item_texts(window.items)
+    ]
+    return max(since, window.length), _add(tx, rows)
 
 
 class _Adding:

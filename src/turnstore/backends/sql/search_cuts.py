@@ -3,6 +3,10 @@
 A session of items is searched by its context: popping, clearing or replacing items takes
 their rows out of `search_items` (on SQLite a trigger takes them out of FTS5) and moves the
 session's indexing mark back, so the indexer (`search.py`) indexes what replaced them.
+
+A LangGraph thread is searched by the `messages` list of its newest checkpoint. A checkpoint
+that extends the list flags the thread's mark for the indexer; one that rewrites it (a
+message removed, a run resumed from an earlier checkpoint) unindexes the old list first.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class SearchCutSql(Statements):
         "UPDATE search_marks SET indexed_length = CASE WHEN indexed_length > ? THEN ?"
         " ELSE indexed_length END WHERE session_id = ?"
     )
+    flag_mark = "UPDATE search_marks SET indexed_sequence = -1 WHERE session_id = ?"
     shift_mark = (
         "UPDATE search_marks SET indexed_length = CASE WHEN indexed_length > ?"
         " THEN indexed_length - ? ELSE 0 END WHERE session_id = ?"
@@ -44,3 +49,10 @@ def drop_context_prefix(tx: Tx, session_id: str, drop: int) -> None:
     tx.run(sql.drop_context_prefix, (session_id, True, drop))
     tx.run(sql.shift_context, (drop, session_id, True))
     tx.run(sql.shift_mark, (drop, drop, session_id))
+
+
+def langgraph_put(tx: Tx, session_id: str, rewritten: bool) -> None:
+    """Have the indexer look at a thread again, unindexing its list first if `rewritten`."""
+    if rewritten:
+        cut_context(tx, session_id, 0)
+    tx.run(tx.sql(SearchCutSql).flag_mark, (session_id,))
