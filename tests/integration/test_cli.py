@@ -483,10 +483,15 @@ def test_sessions_list_refuses_a_cursor_it_did_not_print(cli: Cli, demo_url: str
 
 
 def test_sessions_show_prints_summary_transcript_and_events(cli: Cli, demo_url: str) -> None:
-    """sessions show prints the summary, the transcript and the recent events."""
+    """sessions show prints the summary, the conversation and the recent events."""
     result = cli("sessions", "show", demo_url, "demo-session")
     assert result.exit_code == 0, result.output
-    for text in ("Session demo-session", "Transcript", "Recent events", "task_complete"):
+    for text in (
+        "Session demo-session",
+        "Conversation (turnstore",
+        "Recent events",
+        "task_complete",
+    ):
         assert text in result.stdout
     assert "And what about the weekend?" in result.stdout
 

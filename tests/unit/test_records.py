@@ -94,6 +94,13 @@ from turnstore.records import (
     upkeep,
 )
 from turnstore.records.base import Record, decode_json, encode_json
+from turnstore.records.conversation import (
+    ConversationPage,
+    ConversationRequest,
+    LangGraphPoint,
+    Message,
+    MessageToolCall,
+)
 from turnstore.records.search import ReindexProgress, SearchHit, SearchPage, SearchRequest
 
 
@@ -220,6 +227,29 @@ def _samples() -> dict[str, Any]:
         ),
         "ReindexProgress": ReindexProgress(
             sessions_done=3, sessions_total=9, items_indexed=40, built=False
+        ),
+        "MessageToolCall": MessageToolCall(name="lookup", arguments='{"q": 1}', call_id="c"),
+        "Message": Message(
+            sequence=None,
+            index=4,
+            role="assistant",
+            text="",
+            name="planner",
+            tool_calls=[MessageToolCall(name="lookup", arguments="{}")],
+            state_delta={"k": [1, "v"]},
+            item={"author": "planner"},
+        ),
+        "ConversationRequest": ConversationRequest(before=9, limit=5, channel="messages"),
+        "LangGraphPoint": LangGraphPoint(
+            checkpoint_id="1f0", next=["tools"], step=3, source="loop", channel="messages"
+        ),
+        "ConversationPage": ConversationPage(
+            session_id="langgraph/t",
+            kind="langgraph",
+            messages=[Message(sequence=2, index=0, role="tool", text="42", tool_call_id="c")],
+            next_before=3,
+            total=12,
+            langgraph=LangGraphPoint(checkpoint_id="1f0"),
         ),
         "SessionCursor": cursor,
         "SessionPageRequest": SessionPageRequest(owner_id="o", cursor=cursor, limit=10),

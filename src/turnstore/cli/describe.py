@@ -32,7 +32,7 @@ from turnstore.events import (
     WebSearchBeginEvent,
     WebSearchEndEvent,
 )
-from turnstore.records.conversation import Message
+from turnstore.records import Message
 
 
 def event_kind(msg: EventMsg) -> str:

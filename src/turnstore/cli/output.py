@@ -19,7 +19,7 @@ from turnstore.cli import common
 from turnstore.cli.common import cut, escape_text
 from turnstore.cli.crash import CrashResult
 from turnstore.cli.describe import event_detail, event_kind, message_line, message_who
-from turnstore.cli.views import PositionedItem, SessionView, StoreView
+from turnstore.cli.views import SessionView, StoreView
 from turnstore.events import (
     ModelStepCompletedEvent,
     TurnStartedEvent,
@@ -31,7 +31,6 @@ from turnstore.records import (
     SessionSummary,
     StreamMetrics,
 )
-from turnstore.rules.conversation import message_of
 
 VIEWER_URL = "http://127.0.0.1:8765/"
 """Where `turnstore serve` answers by default."""
@@ -230,22 +229,6 @@ def render_stream_metrics(console: Console, events: Sequence[JournalEvent]) -> N
     console.print(table)
 
 
-def render_transcript(console: Console, items: Sequence[PositionedItem]) -> None:
-    """Print transcript items oldest first, each at its durable position (sequence.item)."""
-    if not items:
-        console.print("No transcript.")
-        return
-    table = _table(_right("at"), _name("who"), "text")
-    for position, item in items:
-        message = message_of(item, position.checkpoint_sequence, position.batch_item_count - 1)
-        table.add_row(
-            f"{position.checkpoint_sequence}.{position.batch_item_count}",
-            Text(cut(message_who(message), 40)),
-            Text(cut(message_line(message))),
-        )
-    console.print(table)
-
-
 def render_conversation(console: Console, page: ConversationPage) -> None:
     """Print a page of a conversation oldest first, each message at its place, with extras.
 
@@ -338,7 +321,7 @@ def render_demo(
         heading(console, f"Events of {_turn_title(events)}{last}")
         render_events(console, events)
     heading(console, f"Transcript of {session_id}")
-    render_transcript(console, view.transcript)
+    render_conversation(console, view.conversation)
     heading(console, f"Execution stats of {session_id}")
     render_stats(console, view.summary.execution_stats)
     heading(console, f"Execution journal of {session_id} (oldest first)")

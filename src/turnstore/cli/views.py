@@ -64,7 +64,7 @@ class StoreView:
     catalog: list[SessionSummary]
     summary: SessionSummary
     turns: list[list[JournalEvent]]
-    transcript: list[PositionedItem]
+    conversation: ConversationPage
     executions: list[ExecutionRecord]
 
 
@@ -131,10 +131,13 @@ def store_view(store: BlockingStore, session_id: str) -> StoreView:
     if summary is None:
         raise SessionNotFound(f"session {session_id} does not exist", session_id=session_id)
     journal = store.execution_page(session_id, ExecutionPageRequest(limit=20))
+    conversation = store.conversation(session_id, ConversationRequest(limit=100))
+    if conversation is None:
+        raise SessionNotFound(f"session {session_id} does not exist", session_id=session_id)
     return StoreView(
         catalog=catalog(store, None, 20),
         summary=summary,
         turns=turns(store, session_id, 5),
-        transcript=transcript(store, session_id, 100),
+        conversation=conversation,
         executions=list(reversed(journal.executions)),
     )

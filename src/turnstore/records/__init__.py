@@ -53,7 +53,7 @@ from turnstore.records.conversation import (
     ConversationRequest,
     LangGraphPoint,
     Message,
-    ToolCall,
+    MessageToolCall,
 )
 from turnstore.records.runtime import (
     RUNTIME_RECORD_SCHEMA_VERSION,
@@ -164,6 +164,7 @@ __all__ = [
     "JournalEvent",
     "LangGraphPoint",
     "Message",
+    "MessageToolCall",
     "MigrationReport",
     "MigrationStep",
     "ModelSpec",
@@ -206,7 +207,6 @@ __all__ = [
     "SubagentRelation",
     "TimestampedEvent",
     "TokenLedgerEntry",
-    "ToolCall",
     "TranscriptBatch",
     "TranscriptPage",
     "TranscriptPageRequest",

@@ -9,7 +9,7 @@ import msgspec
 from turnstore.records.base import U64, Record
 
 
-class ToolCall(Record, kw_only=True):
+class MessageToolCall(Record, kw_only=True):
     """One tool call an assistant message asks for."""
 
     name: str
@@ -32,7 +32,7 @@ class Message(Record, kw_only=True):
     """The message's text, parts joined by newlines; "" when it has none (a bare tool call)."""
     name: str | None = None
     """Who wrote it when the framework says (an ADK author, a tool's name for its result)."""
-    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    tool_calls: list[MessageToolCall] = msgspec.field(default_factory=list)
     tool_call_id: str | None = None
     """The call a tool result answers."""
     state_delta: dict[str, Any] | None = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from turnstore.records.conversation import ConversationRequest, Message, ToolCall
+from turnstore.records.conversation import ConversationRequest, Message, MessageToolCall
 from turnstore.rules.pages import page_limit
 from turnstore.rules.validation import validate_session_id
 from turnstore.rules.values import integer, require, text
@@ -74,7 +74,7 @@ def _label(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _chat_tool_calls(calls: Any) -> list[ToolCall]:
+def _chat_tool_calls(calls: Any) -> list[MessageToolCall]:
     """Tool calls of a chat or LangChain message: `{"function": {…}}` or `{"name", "args"}`."""
     found = []
     for call in calls if isinstance(calls, list) else ():
@@ -85,7 +85,7 @@ def _chat_tool_calls(calls: Any) -> list[ToolCall]:
         arguments = spec.get("arguments", spec.get("args", {}))
         name = _label(spec.get("name")) or "tool"
         call_id = _label(call.get("id"))
-        found.append(ToolCall(name=name, arguments=_arguments(arguments), call_id=call_id))
+        found.append(MessageToolCall(name=name, arguments=_arguments(arguments), call_id=call_id))
     return found
 
 
@@ -95,7 +95,7 @@ def _adk(event: dict[str, Any], base: dict[str, Any]) -> Message:
     parts = content.get("parts") if isinstance(content, dict) else None
     texts: list[str] = []
     thoughts: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[MessageToolCall] = []
     result = None
     for part in parts if isinstance(parts, list) else ():
         if not isinstance(part, dict):
@@ -104,7 +104,9 @@ def _adk(event: dict[str, Any], base: dict[str, Any]) -> Message:
         if isinstance(call, dict):
             arguments = _arguments(call.get("args") or {})
             name = _label(call.get("name")) or "tool"
-            calls.append(ToolCall(name=name, arguments=arguments, call_id=_label(call.get("id"))))
+            calls.append(
+                MessageToolCall(name=name, arguments=arguments, call_id=_label(call.get("id")))
+            )
         elif isinstance(response, dict):
             result = response
         elif isinstance(part.get("text"), str):
@@ -130,7 +132,7 @@ def _adk(event: dict[str, Any], base: dict[str, Any]) -> Message:
 def _responses(item: dict[str, Any], kind: str, base: dict[str, Any]) -> Message | None:
     """An OpenAI Responses item that is not a plain message, or None."""
     if kind == "function_call":
-        call = ToolCall(
+        call = MessageToolCall(
             name=_label(item.get("name")) or "tool",
             arguments=_arguments(item.get("arguments", "")),
             call_id=_label(item.get("call_id")),
