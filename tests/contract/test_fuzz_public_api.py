@@ -68,6 +68,7 @@ from turnstore.events import (
 from turnstore.records import (
     AgentFrameRecord,
     AttachmentIntent,
+    ConversationRequest,
     ForkRelation,
     FullGraph,
     GraphReplaceFull,
@@ -390,6 +391,15 @@ SESSION_PAGES = rec(
         id_prefix=maybe(st.one_of(st.sampled_from(["", "s", SESSION, "\U0010ffff"]), GOOD_IDS)),
     )
 )
+CONVERSATIONS = rec(
+    st.builds(
+        ConversationRequest,
+        before=maybe(SMALL),
+        limit=st.integers(1, 5),
+        channel=maybe(st.sampled_from(["messages", "other"])),
+    )
+)
+"""Conversation pages: by index or batch, any limit, a LangGraph channel or none."""
 SEARCHES = rec(
     st.builds(
         SearchRequest,
@@ -862,6 +872,7 @@ CASE_LIST = [
         keywords=("kind",),
     ),
     Case("search", (SEARCHES,)),
+    Case("conversation", (p(GOOD_IDS), CONVERSATIONS)),
     Case("load_state_scope", (p(GOOD_IDS),)),
     Case("pop_context", (p(GOOD_IDS), p(st.integers(1, 3)))),
     Case("clear_context", (p(GOOD_IDS),)),

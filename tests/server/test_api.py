@@ -417,3 +417,29 @@ def test_search_answers_as_the_library_does_within_the_owner_scope(
     assert [hit["session_id"] for hit in hits] == ["a"]
     other = scoped.get("/api/search", params={"q": "lighthouse", "owner": "bob"}).json()
     assert other["hits"] == []
+
+
+def test_conversation_answers_as_the_library_does_within_the_owner_scope(
+    serve, writer: BlockingStore
+) -> None:
+    """`/conversation` returns the library's page, pages by `before`, refuses bad parameters."""
+    from turnstore.records import ConversationRequest
+
+    items = [{"role": "user", "content": f"m{n}"} for n in range(5)]
+    writer.append_context("a", items, "alice", kind="openai-agents")
+    writer.append_context("b", ["x"], "bob")
+    server = serve()
+    body = server.get("/api/sessions/a/conversation", params={"limit": 2}).json()
+    assert body == builtins(writer.conversation("a", ConversationRequest(limit=2)))
+    assert [m["text"] for m in body["messages"]] == ["m3", "m4"]
+    assert (body["kind"], body["total"], body["next_before"]) == ("openai-agents", 5, 3)
+    older = server.get("/api/sessions/a/conversation", params={"before": 3, "limit": 10}).json()
+    assert [m["index"] for m in older["messages"]] == [0, 1, 2]
+    assert older["next_before"] is None
+    for bad in ({"limit": 0}, {"before": -1}, {"limit": "x"}):
+        refused = server.get("/api/sessions/a/conversation", params=bad)
+        assert refused.status_code == 400, bad
+    assert server.get("/api/sessions/nobody/conversation").status_code == 404
+    scoped = serve("--owner", "alice")
+    assert scoped.get("/api/sessions/a/conversation").status_code == 200
+    assert scoped.get("/api/sessions/b/conversation").status_code == 404
