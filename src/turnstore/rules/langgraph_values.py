@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+OPAQUE = "langgraph_value_type"
+"""The key of a placeholder for a value not read (pickled, bytes, undecodable)."""
 COMPRESSED = "z:"
 """Prefix of the type tag of a value the LangGraph saver stored zlib-compressed."""
 _SINGLE, _POSITIONAL, _KEYWORDS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2 = range(6)
@@ -26,9 +28,9 @@ def _ext(code: int, data: memoryview) -> Any:
     if code == _DELTA:
         return _DECODER.decode(data)
     if code == _NUMPY:
-        return f"<array of {len(data)} bytes>"
+        return opaque("numpy", len(data))
     if code > _DELTA:
-        return f"<extension {code}>"
+        return opaque(f"extension {code}", len(data))
     found = _DECODER.decode(data)
     if not isinstance(found, list | tuple) or len(found) < 3:
         return found
@@ -60,7 +62,12 @@ def decode_value(value_type: str, data: bytes) -> Any:
         if value_type == "json":
             return json.loads(data, object_hook=_revive)
     except (msgspec.DecodeError, ValueError, zlib.error):
-        return f"<undecodable {value_type} value of {len(data)} bytes>"
+        return opaque(value_type, len(data))
     if value_type == "null":
         return None
-    return f"<{value_type} value of {len(data)} bytes>"
+    return opaque(value_type, len(data))
+
+
+def opaque(value_type: str, size: int) -> dict[str, Any]:
+    """What a value that is not read shows instead: its type tag and size (never searched)."""
+    return {OPAQUE: value_type, "bytes": size}

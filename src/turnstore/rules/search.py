@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from turnstore.errors import InvalidInput
 from turnstore.records.base import I64_MAX, I64_MIN
 from turnstore.records.search import SearchRequest
+from turnstore.rules.langgraph_values import OPAQUE
 from turnstore.rules.validation import optional_identifier
 from turnstore.rules.values import integer, is_blank, require, text, too_long
 
@@ -28,6 +29,7 @@ SKIPPED_KEYS = frozenset(
         "call_id",
         "tool_call_id",
         "response_metadata",
+        OPAQUE,
         "type",
         "role",
         "status",
