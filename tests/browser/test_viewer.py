@@ -178,7 +178,7 @@ def test_session_shows_summary_transcript_timeline_executions_graph_and_queue(
     assert "get_forecast" in tool[0].text
     assert tool[0].get_attribute("data-state") == "ok"
     assert tool[0].find_element("css selector", browser.testid("tool-duration")).text.endswith("ms")
-    items = browser.wait(lambda _: browser.css(browser.testid("transcript-item")))
+    items = browser.wait(lambda _: browser.css(browser.testid("conversation-message")))
     assert any("Do I need an umbrella?" in item.text for item in items)
     assert any("bring an umbrella" in item.text for item in items)
     assert len(browser.css(browser.testid("execution"))) == 2
@@ -261,8 +261,8 @@ def test_a_turn_saved_by_another_process_appears_without_reload(
         writer.wait()
         if writer.stdout is not None:
             writer.stdout.close()
-    # After the turn completes the summary, transcript and executions refresh too.
-    items = browser.testid("transcript-item")
+    # After the turn completes the summary, conversation and executions refresh too.
+    items = browser.testid("conversation-message")
     browser.wait(lambda _: any(answer in i["text"] for i in browser.snapshot(items)))
     browser.wait(lambda _: browser.snapshot(browser.testid("stat-runs"))[0]["text"].startswith("2"))
     browser.wait(lambda _: len(browser.css(browser.testid("execution"))) == 2)
@@ -379,10 +379,14 @@ def test_hostile_content_is_shown_as_text_and_runs_nothing(
     assert browser.driver.current_url.endswith("#/s/" + quote(EVIL_ID, safe="-_.!~*'()"))
     items_shown = browser.wait(
         lambda _: (
-            len(browser.css(browser.testid("transcript-item"))) >= 6
-            and browser.css(browser.testid("transcript-item"))
+            len(browser.css(browser.testid("conversation-message"))) >= 6
+            and browser.css(browser.testid("conversation-message"))
         )
     )
+    # Long values are folded: open each fold to read it whole.
+    for fold in browser.css(browser.testid("message-fold") + " > summary"):
+        fold.click()
+    browser.wait(lambda _: any("more characters" in item.text for item in items_shown))
     texts = [item.text for item in items_shown]
     assert any(SCRIPT in text for text in texts)
     assert any(IMG in text for text in texts)
@@ -390,7 +394,7 @@ def test_hostile_content_is_shown_as_text_and_runs_nothing(
     # The 50 MB value is cut before it reaches the DOM.
     big = [text for text in texts if "more characters" in text]
     assert big
-    assert f"({BIG - 2000:,} more characters)" in big[0]
+    assert f"({BIG - 20_000:,} more characters)" in big[0]
     assert max(len(text) for text in texts) < 30_000
     turn = browser.one(browser.testid("timeline-turn"))
     assert SCRIPT in turn.find_element("css selector", browser.testid("turn-id")).text

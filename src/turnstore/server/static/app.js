@@ -1,4 +1,5 @@
-// The viewer's entry point: hash routes (#/ the catalog, #/s/<id> a session) and the live badge.
+// The viewer's entry point: hash routes (#/ the catalog and search, #/s/<id> a session, with
+// ?item=<index>&sequence=<batch> a message of it) and the live badge.
 
 import { catalogPage } from "./catalog.js";
 import { h } from "./dom.js";
@@ -31,14 +32,15 @@ function route() {
   window.scrollTo(0, 0);
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, query = ""] = splitOnce(hash, "?");
-  if (path.startsWith("/s/")) {
+  const prefix = ["/s/", "/session/"].find((start) => path.startsWith(start));
+  if (prefix) {
     let sessionId;
     try {
-      sessionId = decodeURIComponent(path.slice(3));
+      sessionId = decodeURIComponent(path.slice(prefix.length));
     } catch {
       return notFound("This link does not name a session.");
     }
-    leave = sessionPage(root, sessionId, live);
+    leave = sessionPage(root, sessionId, live, messageTarget(new URLSearchParams(query)));
     return;
   }
   document.title = "Sessions · turnstore";
@@ -47,6 +49,13 @@ function route() {
     return;
   }
   notFound("There is no such page.");
+}
+
+// `?item=<index>[&sequence=<batch>]`: the message a search hit links to, or null.
+function messageTarget(params) {
+  const whole = (name) => (/^\d{1,15}$/.test(params.get(name) ?? "") ? Number(params.get(name)) : null);
+  const item = whole("item");
+  return item === null ? null : { item, sequence: whole("sequence") };
 }
 
 function splitOnce(text, separator) {

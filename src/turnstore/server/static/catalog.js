@@ -1,8 +1,10 @@
-// The catalog page: sessions newest first, filtered by id prefix and owner, paged by cursor.
+// The catalog page: sessions newest first, filtered by id prefix and owner, paged by cursor;
+// above it the search of what was said (search.js).
 
 import { openTurnState, STATUS_LABEL } from "./activity.js";
 import { getJson, sessionPath } from "./api.js";
 import { absoluteTime, h, num, replace, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
+import { kindBadge, SearchPanel } from "./search.js";
 
 const PAGE_SIZE = 50;
 const FILTER_DELAY_MS = 250;
@@ -11,6 +13,7 @@ const RECHECK_MS = 5000;
 
 export function catalogPage(root, params) {
   const state = { prefix: params.get("prefix") ?? "", owner: params.get("owner") ?? "", cursor: null, done: false, loading: false, generation: 0 };
+  const search = new SearchPanel(params, { owner: () => state.owner, onChange: () => writeHash() });
   const prefixInput = h("input", { type: "search", id: "prefix", testid: "search-prefix", placeholder: "Session id starts with…", autocomplete: "off", spellcheck: "false", "aria-label": "Session id prefix" });
   const ownerInput = h("input", { type: "search", id: "owner", testid: "filter-owner", placeholder: "Owner id", autocomplete: "off", spellcheck: "false", "aria-label": "Owner id" });
   prefixInput.value = state.prefix;
@@ -21,7 +24,7 @@ export function catalogPage(root, params) {
   const sentinel = h("div", { class: "sentinel", testid: "catalog-sentinel", "aria-hidden": "true" });
   const table = h("table", { class: "catalog", testid: "catalog" },
     h("thead", {}, h("tr", {},
-      ["Session", "Owner", "First message", "Status", "Turns", "Tokens", "Updated"].map((name) => h("th", { scope: "col" }, name)),
+      ["Session", "Owner", "Kind", "First message", "Status", "Turns", "Tokens", "Updated"].map((name) => h("th", { scope: "col" }, name)),
     )),
     body,
   );
@@ -31,6 +34,8 @@ export function catalogPage(root, params) {
         h("h1", {}, "Sessions"),
         h("div", { class: "filters" }, prefixInput, ownerInput),
       ),
+      search.form,
+      search.el,
       h("div", { class: "card table-card" }, table),
       status, more, sentinel,
     ),
@@ -73,12 +78,18 @@ export function catalogPage(root, params) {
     state.loading = false;
     status.classList.remove("error");
     body.replaceChildren();
+    writeHash();
+    loadPage();
+  }
+
+  // The filters and the query in the address, so a reload or a link shows the same page.
+  function writeHash() {
     const query = new URLSearchParams();
-    if (state.prefix) query.set("prefix", state.prefix);
-    if (state.owner) query.set("owner", state.owner);
+    for (const [key, value] of Object.entries({ prefix: state.prefix, owner: state.owner, ...search.params() })) {
+      if (value) query.set(key, value);
+    }
     const hash = query.size ? `#/?${query}` : "#/";
     if (location.hash !== hash && !(hash === "#/" && location.hash === "")) history.replaceState(null, "", hash);
-    loadPage();
   }
 
   const statuses = new StatusCells();
@@ -90,6 +101,7 @@ export function catalogPage(root, params) {
       state.prefix = prefixInput.value;
       state.owner = ownerInput.value;
       restart();
+      search.run();
     }, FILTER_DELAY_MS);
   };
   prefixInput.addEventListener("input", onFilter);
@@ -100,8 +112,10 @@ export function catalogPage(root, params) {
   }, { rootMargin: "200px" });
   observer.observe(sentinel);
   loadPage();
-  prefixInput.focus();
+  search.run();
+  (search.input.value ? search.input : prefixInput).focus();
   return () => {
+    search.stop();
     statuses.stop();
     clearTimeout(timer);
     observer.disconnect();
@@ -134,6 +148,7 @@ function sessionRow(summary, statuses) {
   return h("tr", { testid: "session-row", "data-session-id": id },
     idCell,
     h("td", { class: "cell-owner" }, context.owner_id ? visibleId(context.owner_id, 60) : h("span", { class: "muted" }, "—")),
+    h("td", { class: "cell-kind" }, kindBadge(summary.kind, "session-kind")),
     h("td", {}, h("div", { class: "cell-message", testid: "first-message" }, summary.first_user_message ? visibleText(summary.first_user_message, 200) : h("span", { class: "muted" }, "—"))),
     statuses.cell(id),
     h("td", { class: "cell-num", title: `sequence ${summary.sequence ?? "?"}` }, runs, problems ? h("span", { class: "bad-count", title: "failed or aborted" }, ` (${num(problems)}!)`) : null),

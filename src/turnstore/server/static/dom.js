@@ -99,6 +99,15 @@ export function jsonText(value) {
   return JSON.stringify(JSON.parse(compact), null, 2);
 }
 
+/** A `<details>` whose body `build()` makes the first time it is opened (big values cost nothing until then). */
+export function lazyDetails(attrs, summary, build) {
+  const details = h("details", attrs, h("summary", {}, summary));
+  details.addEventListener("toggle", () => {
+    if (details.open && details.childElementCount === 1) append(details, [build()]);
+  });
+  return details;
+}
+
 /** A `<pre>` holding a JSON value as text. */
 export function jsonBlock(value, testid = "json") {
   return h("pre", { class: "json", testid }, visibleText(jsonText(value), PRETTY_LIMIT + 200));

@@ -1,6 +1,6 @@
 // Transcript items of any framework, shown as role + text where the shape is recognisable.
 
-import { h, jsonBlock, visibleText } from "./dom.js";
+import { h, jsonBlock, lazyDetails, visibleText } from "./dom.js";
 
 const TEXT_PART_KEYS = ["text", "content", "output", "value"];
 const MAX_PARTS = 50;
@@ -81,14 +81,7 @@ export function itemElement(item) {
   return el;
 }
 
-// The item's JSON, built only when someone opens it.
-function rawToggle(item) {
-  const details = h("details", { class: "raw" }, h("summary", {}, "JSON"));
-  details.addEventListener(
-    "toggle",
-    () => {
-      if (details.open && details.childElementCount === 1) details.append(jsonBlock(item, "item-json"));
-    },
-  );
-  return details;
+/** The item's JSON, built only when someone opens it. */
+export function rawToggle(item) {
+  return lazyDetails({ class: "raw", testid: "raw-toggle" }, "JSON", () => jsonBlock(item, "item-json"));
 }

@@ -1,12 +1,12 @@
-// The session page: summary, live turn timeline, transcript, executions, forks, graph, queue.
+// The session page: summary, live turn timeline, conversation, executions, forks, graph, queue.
 
 import { ApiError, getJson, sessionPath } from "./api.js";
+import { ConversationView } from "./conversation.js";
 import { absoluteTime, duration, h, jsonBlock, num, replace, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
 import { describeItem, itemElement } from "./items.js";
 import { buildTurns, TimelineView } from "./timeline.js";
 
 const EVENT_PAGE = 200;
-const TRANSCRIPT_PAGE = 20;
 const EXECUTION_PAGE = 20;
 const REFRESH_DELAY_MS = 400;
 const MAX_LIVE_EVENTS = 20000;
@@ -25,11 +25,12 @@ function failure(error) {
   return h("p", { class: "error", testid: "section-error" }, visibleText(error.message ?? String(error), 300));
 }
 
-export function sessionPage(root, sessionId, live) {
+/** The page of one session; `target` ({item, sequence} or null) is a message to show. */
+export function sessionPage(root, sessionId, live, target = null) {
   let page;
   // A page that waited for its session starts over, as a fresh page, once the session appears.
   const open = () => {
-    page = new SessionPage(root, sessionId, live, open);
+    page = new SessionPage(root, sessionId, live, open, target);
     page.start();
   };
   open();
@@ -37,16 +38,15 @@ export function sessionPage(root, sessionId, live) {
 }
 
 class SessionPage {
-  constructor(root, sessionId, live, reopen) {
+  constructor(root, sessionId, live, reopen, target) {
     this.root = root;
     this.id = sessionId;
     this.live = live;
     this.reopen = reopen;
+    this.target = target;
     this.events = new Map();
     this.olderBefore = null;
     this.latest = 0;
-    this.batches = new Map();
-    this.transcriptBefore = undefined;
     this.stream = null;
     this.stopped = false;
     this.refreshTimer = 0;
@@ -60,31 +60,29 @@ class SessionPage {
     this.olderEvents = h("button", { type: "button", class: "button small", testid: "older-events", hidden: true }, "Earlier events");
     this.timeline.el.querySelector(".section-head").append(this.olderEvents);
     this.timelineView = new TimelineView(this.timeline.body);
-    this.transcript = section("Transcript", "transcript");
-    this.olderTranscript = h("button", { type: "button", class: "button small", testid: "older-transcript", hidden: true }, "Earlier batches");
-    this.transcript.el.querySelector(".section-head").append(this.olderTranscript);
+    this.conversation = section("Conversation", "conversation");
+    this.conversationView = new ConversationView(this.id, this.conversation, this.target, () => this.stopped);
     this.executions = section("Executions", "executions");
     this.forks = section("Forks", "forks");
     this.graph = section("Runtime graph", "graph");
     this.queue = section("Queue", "queue");
-    for (const part of [this.timeline, this.transcript, this.executions, this.forks, this.graph, this.queue]) part.body.append(loading());
+    for (const part of [this.timeline, this.conversation, this.executions, this.forks, this.graph, this.queue]) part.body.append(loading());
     this.root.replaceChildren(
       h("div", { class: "page session-page" },
         h("nav", { class: "crumbs" }, h("a", { href: "#/" }, "Sessions"), " / ", h("span", { class: "mono" }, visibleId(this.id, 120))),
         this.header,
         h("div", { class: "session-grid" },
-          h("div", { class: "main-col" }, this.timeline.el, this.transcript.el),
+          h("div", { class: "main-col" }, this.timeline.el, this.conversation.el),
           h("aside", { class: "side-col" }, this.forks.el, this.executions.el, this.graph.el, this.queue.el),
         ),
       ),
     );
     this.olderEvents.addEventListener("click", () => this.loadOlderEvents());
-    this.olderTranscript.addEventListener("click", () => this.loadTranscript(this.transcriptBefore));
     this.loadSummary().then((found) => {
       if (found === "absent" && !this.stopped) this.waitForSession();
       if (found !== true || this.stopped) return;
-      this.loadEvents();
-      this.loadTranscript();
+      // A message a link points at is scrolled to once the timeline above it is laid out.
+      this.conversationView.load(this.loadEvents());
       this.loadExecutions();
       this.loadForks();
       this.loadGraph();
@@ -110,6 +108,7 @@ class SessionPage {
       const summary = await getJson(sessionPath(this.id));
       if (this.stopped) return false;
       replace(this.header, summaryElement(summary));
+      this.conversationView.setSummary(summary);
       document.title = `${visibleId(this.id, 60)} · turnstore`;
       return true;
     } catch (error) {
@@ -252,46 +251,12 @@ class SessionPage {
     this.refreshTimer = setTimeout(() => {
       if (this.stopped) return;
       this.loadSummary();
-      this.loadTranscript(undefined, true);
+      this.conversationView.refresh();
       this.loadExecutions();
       this.loadForks();
       this.loadGraph();
       this.loadQueue();
     }, REFRESH_DELAY_MS);
-  }
-
-  // --- transcript ------------------------------------------------------------------------------
-
-  async loadTranscript(before, refresh = false) {
-    try {
-      const page = await getJson(sessionPath(this.id, "/transcript"), { limit: TRANSCRIPT_PAGE, before });
-      if (this.stopped) return;
-      for (const batch of Array.isArray(page.batches) ? page.batches : []) {
-        if (batch && typeof batch.sequence === "number") this.batches.set(batch.sequence, batch);
-      }
-      if (!refresh || this.transcriptBefore === undefined) {
-        this.transcriptBefore = typeof page.next_before_sequence === "number" ? page.next_before_sequence : null;
-      }
-      this.olderTranscript.hidden = this.transcriptBefore === null;
-      this.renderTranscript();
-    } catch (error) {
-      if (!this.stopped) replace(this.transcript.body, failure(error));
-    }
-  }
-
-  renderTranscript() {
-    const batches = [...this.batches.values()].sort((a, b) => a.sequence - b.sequence);
-    const list = h("div", { class: "transcript-list" });
-    for (const batch of batches) {
-      const items = Array.isArray(batch.items) ? batch.items : [];
-      list.append(h("div", { class: "batch", testid: "transcript-batch", "data-sequence": batch.sequence },
-        h("div", { class: "batch-head" }, h("span", {}, `sequence ${batch.sequence}`), timeEl(batch.created_at)),
-        items.slice(0, 500).map(itemElement),
-        items.length > 500 ? h("p", { class: "muted" }, `… (${items.length - 500} more items)`) : null,
-      ));
-    }
-    if (!batches.length) list.append(h("p", { class: "empty" }, "No transcript batches."));
-    replace(this.transcript.body, list);
   }
 
   // --- executions, forks, graph, queue -----------------------------------------------------------
@@ -361,6 +326,7 @@ function summaryElement(summary) {
     context.owner_id ? tag("owner", context.owner_id) : null,
     context.workspace_label || context.workspace_id ? tag("workspace", context.workspace_label || context.workspace_id) : null,
     context.origin_label ? tag("origin", context.origin_label) : null,
+    summary.kind ? tag("kind", summary.kind) : null,
     tag("sequence", String(summary.sequence ?? "?")),
     summary.catalog_visible === false ? tag("hidden", "not in catalog") : null,
   ];
