@@ -243,7 +243,7 @@ def test_sessions_of_every_kind_read_as_conversations(
     shown = by_index(messages(browser, 4))
     assert roles(shown) == "user assistant tool assistant"
     names = [n.text for n in browser.css(f"{MESSAGE} {browser.testid('message-name')}")]
-    assert names == ["concierge", "concierge", "concierge"], "the ADK author, but the user's"
+    assert names == ["concierge", "find_table", "concierge"], "the author; a result, its tool"
     assert state_deltas(browser) == [{"party_size": 2}, {"booking": "Chez Nous, 20:00"}]
     assert 'find_table({"party": 2, "time": "20:00"})' in shown[1]["text"]
     assert "result of find_table fc-1" in shown[2]["text"]
@@ -520,7 +520,7 @@ def test_an_adk_session_reads_as_its_events(
     assert roles(shown) == "user assistant tool assistant"
     assert "Count me in" in shown[0]["text"]
     names = [n.text for n in browser.css(f"{MESSAGE} {browser.testid('message-name')}")]
-    assert names == ["helper"] * 3
+    assert names == ["helper", "bump_counter", "helper"]
     assert 'bump_counter({"by": 2})' in shown[1]["text"]
     assert "result of bump_counter" in shown[2]["text"]
     assert '"counter": 2' in shown[2]["text"]

@@ -116,7 +116,7 @@ async def test_an_adk_session_reads_as_events_with_authors_calls_and_state(store
     assert _shape(page) == [
         (None, 0, "user", "Plan a trip", "user", [], None),
         (None, 1, "assistant", "Looking", "planner", [("trams", '{"n": 2}', "f1")], None),
-        (None, 2, "tool", '{"lines": [28]}', "planner", [], "f1"),
+        (None, 2, "tool", '{"lines": [28]}', "trams", [], "f1"),
         (None, 3, "reasoning", "hm", "planner", [], None),
     ]
     assert page.messages[0].state_delta == {"trip": "lisbon"}

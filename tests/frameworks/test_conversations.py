@@ -251,7 +251,7 @@ def test_an_adk_session_reads_as_the_events_adk_holds(tmp_path: Any, store_url: 
     assert [(m.role, m.name, m.text) for m in page.messages] == [
         ("user", "user", "Plan Lisbon"),
         ("assistant", "planner", ""),
-        ("tool", "planner", '{"lines": [28, 15]}'),
+        ("tool", "trams", '{"lines": [28, 15]}'),
         ("assistant", "planner", "Take tram 28."),
     ]
     assert page.messages[0].state_delta == {"city": "Lisbon"}

@@ -117,6 +117,7 @@ def _adk(event: dict[str, Any], base: dict[str, Any]) -> Message:
     base.update(name=author, state_delta=delta if isinstance(delta, dict) and delta else None)
     if result is not None and not calls and not texts:
         output = result.get("response")
+        base["name"] = _label(result.get("name")) or author
         return Message(
             **base,
             role="tool",
