@@ -11,12 +11,7 @@ from typing import Any, NamedTuple
 
 from turnstore.backends.sql import context_items, journals, sessions
 from turnstore.backends.sql.engine import Tx
-from turnstore.backends.sql.langgraph import (
-    LangGraphSql,
-    blobs_at,
-    segments,
-    versions_of,
-)
+from turnstore.backends.sql.langgraph import BlobRow, LangGraphSql, segments, versions_of
 from turnstore.records.conversation import (
     ConversationPage,
     ConversationRequest,
@@ -97,11 +92,17 @@ def _next_nodes(tx: Tx, row: CheckpointRow, checkpoint: dict[str, Any]) -> list[
             moved[channel] = node
     held = set(inline) if isinstance(inline, dict) else set()
     keys = versions_of(row)
-    stored = {ch: keys[ch] for ch in moved if ch not in held and ch in keys}
-    for blob in blobs_at(tx, row.session_id, row.checkpoint_ns, stored):
-        if blob.value_type != EMPTY:
-            held.add(blob.channel)
+    for channel in moved:
+        if channel not in held and channel in keys:
+            blob = _blob(tx, row, channel, keys[channel])
+            if blob is not None and blob.value_type != EMPTY:
+                held.add(channel)
     return sorted(node for channel, node in moved.items() if channel in held)
+
+
+def _blob(tx: Tx, row: CheckpointRow, channel: str, version: str) -> BlobRow | None:
+    params = (row.session_id, row.checkpoint_ns, channel, version)
+    return tx.row(tx.sql(LangGraphSql).blob, params)
 
 
 class ListWindow(NamedTuple):
@@ -123,10 +124,9 @@ def list_window(
     """The newest `limit` items (all when None) before index `before` and from `since` of a
     list channel at a checkpoint, read from its lineage ranges only."""
     version = versions_of(row).get(channel)
-    blobs = [] if version is None else blobs_at(tx, row.session_id, ROOT_NS, {channel: version})
-    if not blobs or blobs[0].value_type == EMPTY:
+    blob = None if version is None else _blob(tx, row, channel, version)
+    if blob is None or blob.value_type == EMPTY:
         return ListWindow([], 0, 0)
-    blob = blobs[0]
 
     def bounds(length: int) -> tuple[int, int]:
         end = length if before is None else min(before, length)

@@ -195,6 +195,12 @@ class LangGraphSql(Statements):
         "FROM lg_blobs WHERE session_id = ? AND checkpoint_ns = ? AND {ids:channel}"
         " AND {ids:version}",
     )
+    # One version by its whole key: equality on every key column plans the same with or
+    # without table statistics (a list of ids as `= ANY` is a filter until ANALYZE has run).
+    blob = select(
+        BlobRow,
+        "FROM lg_blobs WHERE session_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+    )
     writes = select(
         WriteRow,
         "FROM lg_writes WHERE session_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
