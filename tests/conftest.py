@@ -28,7 +28,11 @@ POSTGRES_URL = os.environ.get(
 )
 REQUIRE_POSTGRES = os.environ.get("TURNSTORE_REQUIRE_POSTGRES") == "1"
 FRAMEWORK_TESTS = {
-    "langgraph": ("test_langgraph_saver.py", "test_langgraph_from_conn_string.py"),
+    "langgraph": (
+        "test_langgraph_saver.py",
+        "test_langgraph_from_conn_string.py",
+        "test_conversations.py",
+    ),
     "agents": ("test_agents_sdk_session.py",),
     "google.adk": ("test_adk_state_values.py",),
 }

@@ -258,6 +258,10 @@ def test_sessions_of_every_kind_read_as_conversations(
     ]  # fmt: skip
     assert 'search_docs({"query": "fork"})' in shown[1]["text"]
     assert "result of search_docs t-1" in shown[2]["text"]
+    # A transcript message says when its batch was saved.
+    saved = browser.css(f"{MESSAGE} .msg-pos time")
+    assert len(saved) == 4
+    assert all(time.get_attribute("datetime") for time in saved)
     assert browser.driver.execute_script(PWNED) is True
 
 

@@ -107,6 +107,7 @@ async def test_an_openai_agents_session_reads_as_its_items(store):
         (None, 5, "web_search_call", "", None, [], None),
     ]
     assert [m.item for m in page.messages] == OPENAI
+    assert {m.created_at for m in page.messages} == {None}
 
 
 async def test_an_adk_session_reads_as_events_with_authors_calls_and_state(store):
@@ -185,6 +186,12 @@ async def test_a_native_session_reads_its_transcript_by_batch(store):
         (3, 1, "assistant", "a2"),
     ]
     assert (page.next_before, page.total) == (2, None)
+    summary = await store.session_summary("native")
+    assert {m.created_at for m in page.messages} <= set(
+        range(summary.created_at, summary.updated_at + 1)
+    )
+    items_page = await store.conversation("native")
+    assert all(isinstance(m.created_at, int) for m in items_page.messages)
     older = await store.conversation("native", ConversationRequest(before=2, limit=2))
     assert [m.text for m in older.messages] == ["q0", "a0"]
     assert older.next_before is None

@@ -246,7 +246,16 @@ def _samples() -> dict[str, Any]:
         "ConversationPage": ConversationPage(
             session_id="langgraph/t",
             kind="langgraph",
-            messages=[Message(sequence=2, index=0, role="tool", text="42", tool_call_id="c")],
+            messages=[
+                Message(
+                    sequence=2,
+                    index=0,
+                    role="tool",
+                    text="42",
+                    tool_call_id="c",
+                    created_at=1_700_000_000,
+                )
+            ],
             next_before=3,
             total=12,
             langgraph=LangGraphPoint(checkpoint_id="1f0"),

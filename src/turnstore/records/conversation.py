@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from turnstore.records.base import U64, Record
+from turnstore.records.base import I64, U64, Record
 
 
 class MessageToolCall(Record, kw_only=True):
@@ -39,6 +39,9 @@ class Message(Record, kw_only=True):
     """The session state the message changed (an ADK event's `actions.state_delta`)."""
     item: Any = None
     """The item as stored (a LangGraph value decoded to JSON-like values)."""
+    created_at: I64 | None = None
+    """When the transcript batch holding it was saved (Unix seconds, as the catalog's times);
+    None for an item of a context or list, which keeps no time per item."""
 
 
 class LangGraphPoint(Record, kw_only=True):

@@ -38,11 +38,12 @@ def read(tx: Tx, session_id: str, request: ConversationRequest) -> ConversationP
     elif summary.kind in (None, CHECKPOINT_KIND):
         query = JournalQuery(session_id, request.before, request.limit)
         transcript = journals.transcript_page(tx, query)
-        page.messages = [
-            message_of(item, batch.sequence, index)
-            for batch in reversed(transcript.batches)
-            for index, item in enumerate(batch.items)
-        ]
+        page.messages = []
+        for batch in reversed(transcript.batches):
+            for index, item in enumerate(batch.items):
+                message = message_of(item, batch.sequence, index)
+                message.created_at = batch.created_at
+                page.messages.append(message)
         page.next_before = transcript.next_before_sequence
     else:
         window = context_items.window(tx, session_id, request.before, request.limit)

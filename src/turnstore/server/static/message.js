@@ -1,7 +1,7 @@
 // One conversation message as an element: its role and name, text, tool calls and results,
 // state delta, and the stored item behind a toggle. Long values fold and build on demand.
 
-import { h, jsonBlock, lazyDetails, num, shrink, visibleId, visibleText } from "./dom.js";
+import { h, jsonBlock, lazyDetails, num, shrink, timeEl, visibleId, visibleText } from "./dom.js";
 import { rawToggle } from "./items.js";
 
 const FOLD_CHARS = 600;
@@ -103,7 +103,8 @@ function resultOf(callId, onJump) {
 
 function position(message) {
   if (typeof message.sequence === "number") {
-    return h("span", { class: "msg-pos", title: `transcript batch ${message.sequence}, item ${message.index}` }, `batch ${message.sequence} · #${message.index}`);
+    const saved = typeof message.created_at === "number" ? [" · ", timeEl(message.created_at)] : [];
+    return h("span", { class: "msg-pos", title: `transcript batch ${message.sequence}, item ${message.index}` }, `batch ${message.sequence} · #${message.index}`, ...saved);
   }
   return h("span", { class: "msg-pos", title: `item ${message.index}` }, `#${message.index}`);
 }
