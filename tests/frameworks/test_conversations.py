@@ -66,6 +66,14 @@ def test_a_langgraph_thread_reads_as_the_messages_langgraph_holds(store_url: str
         assert (summary.execution_stats.run_count, summary.kind) == (3, "langgraph")
         assert summary.first_user_message == "question 0 about walruses"
 
+        # A run's input checkpoint put again (a retry) is not another run.
+        saver = TurnstoreSaver(store)
+        (first,) = [c for c in saver.list(config("t")) if c.metadata["source"] == "input"][-1:]
+        saver.put(first.parent_config or config("t"), first.checkpoint, first.metadata, {})
+        again = store.session_summary("langgraph/t")
+        assert again is not None
+        assert again.execution_stats.run_count == 3
+
 
 class _Asked(TypedDict):
     answer: str

@@ -324,8 +324,6 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
     """
     sql = tx.sql(LangGraphSql)
     ensure_thread(tx, request.session_id, request.owner_id, request.first_user_message)
-    if request.run_started:
-        _count_run(tx, request.session_id)
     places = {}
     missing = []
     for write in request.lists:
@@ -335,6 +333,10 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
         places[write.channel] = place
     if missing:
         return PutResult(stored={}, missing=missing)
+    key = (request.session_id, request.checkpoint_ns, request.checkpoint_id)
+    if request.run_started and tx.row(sql.checkpoint, key) is None:
+        # Once per run's input checkpoint: a put sent again (whole, or retried) counts nothing.
+        _count_run(tx, request.session_id)
     stored: dict[str, tuple[int, int]] = {}
     if not request.checkpoint_ns:
         # A list in a new lineage is a rewrite (or the first): its old items are unindexed.
