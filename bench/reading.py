@@ -38,12 +38,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import json
 import os
-import platform
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -56,6 +53,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import turnstore
+from bench.langgraph_saver import environment as langgraph_environment
 from bench.peers import build_react_graph
 from bench.postgres import DEFAULT_URL, unavailable, with_database
 from bench.workload import SEED, Turn, make_turn
@@ -272,28 +270,10 @@ def measure(backend: str, args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def environment(postgres_url: str | None) -> dict[str, Any]:
-    packages: dict[str, str | None] = {}
-    for package in ("turnstore", "langgraph", "langgraph-checkpoint", "psycopg"):
-        try:
-            packages[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            packages[package] = None
-    server = None
-    if postgres_url is not None:
-        import psycopg
-
-        with psycopg.connect(postgres_url, autocommit=True) as connection:
-            row = connection.execute("SHOW server_version").fetchone()
-            server = row[0] if row else None
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "load_average": [round(load, 2) for load in os.getloadavg()],
-        "sqlite": sqlite3.sqlite_version,
-        "postgres": server,
-        "packages": packages,
-    }
+    """The machine, versions and load of a run: the LangGraph bench's, with the load average."""
+    found = langgraph_environment(postgres_url is not None, postgres_url)
+    found["load_average"] = [round(load, 2) for load in os.getloadavg()]
+    return found
 
 
 def render(doc: dict[str, Any]) -> str:

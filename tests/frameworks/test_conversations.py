@@ -144,36 +144,17 @@ def test_a_threads_messages_are_searched_and_a_removed_one_is_not(store_url: str
         assert found(store, "narwhal") == found(store, "beluga") == []
 
 
-def _scripted(*answers: str) -> Any:
-    from agents import Agent
-    from agents.testing import ScriptedModel
-    from openai.types.responses import ResponseOutputMessage, ResponseOutputText
-
-    steps = [
-        [
-            ResponseOutputMessage(
-                id=f"msg-{n}",
-                type="message",
-                role="assistant",
-                status="completed",
-                content=[ResponseOutputText(type="output_text", text=answer, annotations=[])],
-            )
-        ]
-        for n, answer in enumerate(answers)
-    ]
-    return Agent(name="scripted", model=ScriptedModel(steps=steps))
-
-
 def test_an_openai_agents_session_reads_as_the_items_the_sdk_holds(store_url: str) -> None:
     """The SDK's runner writes the items; the conversation holds what `get_items` returns."""
     from agents import Runner
+    from test_agents_sdk_session import scripted_agent
 
     from turnstore.integrations.openai_agents import TurnstoreSession
 
     async def run() -> tuple[list[Any], Any]:
         session = TurnstoreSession("chat", store_url, owner_id="ann")
         try:
-            agent = _scripted("Hello Ann.", "Two ferries a day.")
+            agent = scripted_agent("Hello Ann.", "Two ferries a day.")
             await Runner.run(agent, "hi", session=session)
             await session.add_items(
                 [

@@ -41,10 +41,10 @@ DEFAULT_LIMIT = 20
 """Sessions on one `sessions list` page unless `--limit` says otherwise."""
 
 
-def count_option(flag: str, help: str) -> Callable[[F], F]:
-    """A `--flag N` option: a positive count, 20 unless given."""
+def count_option(flag: str, help: str, default: int = 20) -> Callable[[F], F]:
+    """A `--flag N` option: a positive count, `default` unless given."""
     return click.option(
-        flag, metavar="N", type=click.IntRange(min=1), default=20, show_default=True, help=help
+        flag, metavar="N", type=click.IntRange(min=1), default=default, show_default=True, help=help
     )
 
 
@@ -184,13 +184,10 @@ def _show_one_page(
 @count_option(
     "--batches", "How many of the newest transcript batches (one per checkpoint) to show."
 )
-@click.option(
+@count_option(
     "--messages",
-    metavar="N",
-    type=click.IntRange(min=1),
+    "How many of the newest messages of a framework session (not batched) to show.",
     default=50,
-    show_default=True,
-    help="How many of the newest messages of a framework session (not batched) to show.",
 )
 @JSON_OPTION
 def show_session(

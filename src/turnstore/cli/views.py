@@ -101,9 +101,19 @@ def session_view(
     conversation = store.conversation(session_id, request)
     if conversation is None:
         return None
+    # A transcript-kind conversation is the same batches: its messages are the positions.
+    positioned = (
+        [
+            (MessageTarget(checkpoint_sequence=m.sequence, batch_item_count=m.index + 1), m.item)
+            for m in conversation.messages
+            if m.sequence is not None
+        ]
+        if by_batch
+        else transcript(store, session_id, batches)
+    )
     return SessionView(
         summary=summary,
-        transcript=transcript(store, session_id, batches),
+        transcript=positioned,
         conversation=conversation,
         events=page.into_chronological(),
         before=before,
