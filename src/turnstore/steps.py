@@ -4,7 +4,13 @@ An operation validates and encodes its input before any I/O, then yields the tra
 scripts it needs (`Read` runs one in a read snapshot, `Write` submits one whose future
 resolves after COMMIT), receives their results and returns the public value. A driver runs
 the generator: `BlockingDriver` waits in the caller's thread, `AsyncDriver` awaits on the
-event loop. The two faces of the store differ only in which driver they hold.
+event loop. The two faces of the store differ only in which driver they hold. It is the
+shape of psycopg's `generators.py`: the protocol is plain generators, the I/O the driver's.
+
+A driver is also where an operation is observed: with telemetry on (decided once, when the
+driver is made) each `run` is a span named after the operation's generator function, and
+its time is recorded; with it off, `run` takes the plain path. Either way a refusal is one
+log line (`turnstore.store`).
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from turnstore import telemetry
 from turnstore.backends.sql.engine import Engine, Tx
 from turnstore.backends.sql.indexer import SearchIndexer
-from turnstore.errors import StoreClosed
+from turnstore.errors import StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
 
 T = TypeVar("T")
@@ -95,6 +102,16 @@ def pause(blocking: Callable[[], object], awaiting: Callable[[], Awaitable[objec
     yield Pause(blocking, awaiting)
 
 
+def session_of(record: object) -> object:
+    """The session a record (a checkpoint) names, for the operation's span; None if none."""
+    return getattr(record, "session_id", None)
+
+
+def _name(steps: Steps[Any]) -> str:
+    """The operation's name: its generator function's."""
+    return str(getattr(steps, "__name__", "operation"))
+
+
 class _Driver:
     """What both drivers share: the engine, and whether the store was closed.
 
@@ -115,6 +132,9 @@ class _Driver:
             if index_in_background and not borrowed and not engine.read_only
             else None
         )
+        self.backend = engine.upkeep().backend
+        found = telemetry.instruments()
+        self._telemetry = None if found is None else found.bind(self.backend)
 
     def stop_indexer(self) -> None:
         """Stop the background indexer, if this driver runs one."""
@@ -135,9 +155,19 @@ class _Driver:
 class BlockingDriver(_Driver):
     """Runs operations in the caller's thread, waiting for each step."""
 
-    def run(self, steps: Steps[T]) -> T:
-        """Drive `steps` to its result."""
+    def run(self, steps: Steps[T], session_id: object = None) -> T:
+        """Drive `steps` to its result; `session_id` names the session it acts on, if one."""
         self.check_open()
+        if self._telemetry is not None:
+            with self._telemetry.operation(_name(steps), session_id):
+                return self._drive(steps)
+        try:
+            return self._drive(steps)
+        except TurnstoreError as error:
+            telemetry.refused(_name(steps), self.backend, session_id, error)
+            raise
+
+    def _drive(self, steps: Steps[T]) -> T:
         value: Any = None
         error: BaseException | None = None
         try:
@@ -180,9 +210,20 @@ class AsyncDriver(_Driver):
         super().__init__(engine, borrowed=borrowed, index_in_background=index_in_background)
         self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="turnstore-read")
 
-    async def run(self, steps: Steps[T]) -> T:
-        """Drive `steps` to its result without blocking the event loop."""
+    async def run(self, steps: Steps[T], session_id: object = None) -> T:
+        """Drive `steps` to its result without blocking the event loop; `session_id` names
+        the session it acts on, if one."""
         self.check_open()
+        if self._telemetry is not None:
+            with self._telemetry.operation(_name(steps), session_id):
+                return await self._drive(steps)
+        try:
+            return await self._drive(steps)
+        except TurnstoreError as error:
+            telemetry.refused(_name(steps), self.backend, session_id, error)
+            raise
+
+    async def _drive(self, steps: Steps[T]) -> T:
         loop = asyncio.get_running_loop()
         value: Any = None
         error: BaseException | None = None

@@ -49,19 +49,27 @@ class RuntimeStore:
         self, scope: SessionReadScope | None = None
     ) -> PersistedSessionRead | None:
         """Load head, graph (FullGraph, or ActivePath to a leaf), checkpoint and token ledger."""
-        return await self._driver.run(runtime_ops.load_session(self._session_id, scope))
+        return await self._driver.run(
+            runtime_ops.load_session(self._session_id, scope), self._session_id
+        )
 
     async def load_node(self, node_id: str) -> SessionNodeRecord | None:
         """Load one live node of the session graph."""
-        return await self._driver.run(runtime_ops.load_node(self._session_id, node_id))
+        return await self._driver.run(
+            runtime_ops.load_node(self._session_id, node_id), self._session_id
+        )
 
     async def commit_runtime_state(self, commit: RuntimeCommit) -> RuntimeCommitResult:
         """Commit graph, checkpoint, usage, queue completions and attachments atomically."""
-        return await self._driver.run(runtime_ops.commit_runtime_state(self._session_id, commit))
+        return await self._driver.run(
+            runtime_ops.commit_runtime_state(self._session_id, commit), self._session_id
+        )
 
     async def enqueue_queued_work(self, batch: QueuedWorkBatchDraft) -> QueuedWorkBatch:
         """Append a batch of input to the session's durable queue."""
-        return await self._driver.run(runtime_ops.enqueue_queued_work(self._session_id, batch))
+        return await self._driver.run(
+            runtime_ops.enqueue_queued_work(self._session_id, batch), self._session_id
+        )
 
     async def claim_ready_queued_work(
         self,
@@ -74,7 +82,8 @@ class RuntimeStore:
         return await self._driver.run(
             runtime_ops.claim_ready_queued_work(
                 self._session_id, owner_id, boundary, lease_ttl_ms, max_batches
-            )
+            ),
+            self._session_id,
         )
 
     async def claim_ready_queued_work_by_batch_ids(
@@ -88,7 +97,8 @@ class RuntimeStore:
         return await self._driver.run(
             runtime_ops.claim_ready_queued_work_by_batch_ids(
                 self._session_id, owner_id, boundary, lease_ttl_ms, batch_ids
-            )
+            ),
+            self._session_id,
         )
 
     async def renew_queued_work_claim(
@@ -96,44 +106,57 @@ class RuntimeStore:
     ) -> QueuedWorkClaim:
         """Extend a live claim's lease; an expired one raises QueuedWorkClaimExpired."""
         return await self._driver.run(
-            runtime_ops.renew_queued_work_claim(self._session_id, claim, lease_ttl_ms)
+            runtime_ops.renew_queued_work_claim(self._session_id, claim, lease_ttl_ms),
+            self._session_id,
         )
 
     async def abandon_queued_work_claim(self, claim: QueuedWorkClaim) -> None:
         """Release a claim without completing it; its batches are ready again."""
-        await self._driver.run(runtime_ops.abandon_queued_work_claim(self._session_id, claim))
+        await self._driver.run(
+            runtime_ops.abandon_queued_work_claim(self._session_id, claim), self._session_id
+        )
 
     async def cancel_queued_work_batch(self, batch_id: str) -> QueuedWorkBatch | None:
         """Remove an unclaimed batch; None when missing or held by a live claim."""
         return await self._driver.run(
-            runtime_ops.cancel_queued_work_batch(self._session_id, batch_id)
+            runtime_ops.cancel_queued_work_batch(self._session_id, batch_id), self._session_id
         )
 
     async def list_queued_work(self) -> list[QueuedWorkBatch]:
         """List the session's queued batches in order."""
-        return await self._driver.run(runtime_ops.list_queued_work(self._session_id, False))
+        return await self._driver.run(
+            runtime_ops.list_queued_work(self._session_id, False), self._session_id
+        )
 
     async def list_pending_queued_work(self) -> list[QueuedWorkBatch]:
         """List batches no live claim holds (expired claims count as pending)."""
-        return await self._driver.run(runtime_ops.list_queued_work(self._session_id, True))
+        return await self._driver.run(
+            runtime_ops.list_queued_work(self._session_id, True), self._session_id
+        )
 
     async def record_intent(self, intent: AttachmentIntent) -> None:
         """Record an attachment write before its bytes land."""
-        await self._driver.run(runtime_ops.record_intent(self._session_id, intent))
+        await self._driver.run(
+            runtime_ops.record_intent(self._session_id, intent), self._session_id
+        )
 
     async def commit_refs(self, attachment_ids: list[str]) -> None:
         """Stamp attachments committed outside a runtime commit."""
-        await self._driver.run(runtime_ops.commit_refs(self._session_id, attachment_ids))
+        await self._driver.run(
+            runtime_ops.commit_refs(self._session_id, attachment_ids), self._session_id
+        )
 
     async def list_uncommitted(self, older_than_epoch_ms: int) -> list[AttachmentManifestEntry]:
         """List intents older than a time that no commit referenced."""
         return await self._driver.run(
-            runtime_ops.list_uncommitted(self._session_id, older_than_epoch_ms)
+            runtime_ops.list_uncommitted(self._session_id, older_than_epoch_ms), self._session_id
         )
 
     async def forget(self, attachment_id: str) -> bool:
         """Delete an uncommitted attachment's row; False if absent or committed meanwhile."""
-        return await self._driver.run(runtime_ops.forget(self._session_id, attachment_id))
+        return await self._driver.run(
+            runtime_ops.forget(self._session_id, attachment_id), self._session_id
+        )
 
     async def canonical_uri_in_use(self, canonical_uri: str) -> bool:
         """Whether any attachment entry of any session, committed or not, names this URI."""
@@ -141,15 +164,19 @@ class RuntimeStore:
 
     async def save_session_meta(self, meta: SessionMeta) -> None:
         """Replace the session's metadata."""
-        await self._driver.run(runtime_ops.save_session_meta(self._session_id, meta))
+        await self._driver.run(
+            runtime_ops.save_session_meta(self._session_id, meta), self._session_id
+        )
 
     async def load_session_meta(self) -> SessionMeta | None:
         """Load the session's metadata."""
-        return await self._driver.run(runtime_ops.load_session_meta(self._session_id))
+        return await self._driver.run(
+            runtime_ops.load_session_meta(self._session_id), self._session_id
+        )
 
     async def picker_info(self) -> SessionPickerInfo | None:
         """What a resume picker shows of the session."""
-        return await self._driver.run(runtime_ops.picker_info(self._session_id))
+        return await self._driver.run(runtime_ops.picker_info(self._session_id), self._session_id)
 
     async def tombstone_nodes(self, ids: list[str]) -> None:
         """Mark graph nodes dead; loads skip them until vacuum removes them.
@@ -160,11 +187,11 @@ class RuntimeStore:
         return a leaf that is no node and an empty active path) or has a live child that is
         not tombstoned with it (tombstone a node together with all of its descendants).
         """
-        await self._driver.run(runtime_ops.tombstone_nodes(self._session_id, ids))
+        await self._driver.run(runtime_ops.tombstone_nodes(self._session_id, ids), self._session_id)
 
     async def vacuum(self) -> VacuumReport:
         """Physically remove this session's tombstoned nodes."""
-        return await self._driver.run(runtime_ops.vacuum(self._session_id))
+        return await self._driver.run(runtime_ops.vacuum(self._session_id), self._session_id)
 
     async def gc_unreachable(self) -> GcReport:
         """Delete every blob that no session head reaches."""

@@ -41,7 +41,7 @@ from turnstore.records.conversation import ConversationPage, ConversationRequest
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.validation import validate_session_id
-from turnstore.steps import AsyncDriver
+from turnstore.steps import AsyncDriver, session_of
 
 
 def open(
@@ -98,7 +98,7 @@ class Store:
 
     async def load(self, session_id: str) -> Checkpoint | None:
         """Load the latest checkpoint of a session, or None."""
-        return await self._driver.run(checkpoint_ops.load(session_id))
+        return await self._driver.run(checkpoint_ops.load(session_id), session_id)
 
     async def save(
         self,
@@ -108,7 +108,8 @@ class Store:
     ) -> None:
         """Atomically replace the checkpoint, append transcript items, record a finished turn."""
         await self._driver.run(
-            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, ())
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, ()),
+            session_of(checkpoint),
         )
 
     async def save_with_events(
@@ -120,7 +121,8 @@ class Store:
     ) -> list[JournalEvent]:
         """Save as `save` and journal events in the same commit; return them after commit."""
         return await self._driver.run(
-            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, events)
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, events),
+            session_of(checkpoint),
         )
 
     async def append_event(
@@ -128,22 +130,24 @@ class Store:
     ) -> JournalEvent:
         """Assign the next session-local sequence to one event and journal it."""
         return await self._driver.run(
-            checkpoint_ops.append_event(session_id, recorded_at_ms, event)
+            checkpoint_ops.append_event(session_id, recorded_at_ms, event), session_id
         )
 
     async def event_page(self, session_id: str, request: EventPageRequest) -> EventPage:
         """Load one newest-first page of a session's journal events."""
-        return await self._driver.run(checkpoint_ops.event_page(session_id, request))
+        return await self._driver.run(checkpoint_ops.event_page(session_id, request), session_id)
 
     async def event_turn_page(
         self, session_id: str, before_sequence: int | None = None
     ) -> EventPage:
         """Load the newest whole turn of events before `before_sequence`."""
-        return await self._driver.run(checkpoint_ops.event_turn_page(session_id, before_sequence))
+        return await self._driver.run(
+            checkpoint_ops.event_turn_page(session_id, before_sequence), session_id
+        )
 
     async def session_summary(self, session_id: str) -> SessionSummary | None:
         """Load one session's catalog entry without decoding its checkpoint."""
-        return await self._driver.run(checkpoint_ops.session_summary(session_id))
+        return await self._driver.run(checkpoint_ops.session_summary(session_id), session_id)
 
     async def list_sessions_page(self, request: SessionPageRequest) -> SessionPage:
         """List one newest-first page of the session catalog (by owner or id prefix, if asked)."""
@@ -153,7 +157,9 @@ class Store:
         self, session_id: str, request: TranscriptPageRequest
     ) -> TranscriptPage:
         """Load one newest-first page of transcript batches."""
-        return await self._driver.run(checkpoint_ops.transcript_page(session_id, request))
+        return await self._driver.run(
+            checkpoint_ops.transcript_page(session_id, request), session_id
+        )
 
     async def conversation(
         self, session_id: str, request: ConversationRequest | None = None
@@ -164,12 +170,14 @@ class Store:
         LangGraph thread the `messages` list of its newest checkpoint (docs/how-to/search.md).
         """
         return await self._driver.run(
-            checkpoint_ops.conversation(session_id, request or ConversationRequest())
+            checkpoint_ops.conversation(session_id, request or ConversationRequest()), session_id
         )
 
     async def execution_page(self, session_id: str, request: ExecutionPageRequest) -> ExecutionPage:
         """Load one newest-first page of a session's finished turns."""
-        return await self._driver.run(checkpoint_ops.execution_page(session_id, request))
+        return await self._driver.run(
+            checkpoint_ops.execution_page(session_id, request), session_id
+        )
 
     async def recent_executions(
         self, limit: int, *, owner_id: str | None = None
@@ -183,14 +191,15 @@ class Store:
 
     async def fork_tree(self, session_id: str, *, limit: int = 1000) -> ForkTree | None:
         """Load the fork tree holding a session: root first, then breadth-first; None if absent."""
-        return await self._driver.run(checkpoint_ops.fork_tree(session_id, limit))
+        return await self._driver.run(checkpoint_ops.fork_tree(session_id, limit), session_id)
 
     async def fork(
         self, parent_session_id: str, parent_sequence: int, checkpoint: Checkpoint
     ) -> SessionSummary:
         """Create a child session at an exact durable parent sequence."""
         return await self._driver.run(
-            checkpoint_ops.fork(parent_session_id, parent_sequence, checkpoint)
+            checkpoint_ops.fork(parent_session_id, parent_sequence, checkpoint),
+            session_of(checkpoint),
         )
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> bool:
@@ -218,26 +227,29 @@ class Store:
         return await self._driver.run(
             checkpoint_ops.append_context(
                 session_id, items, owner_id, expected_sequence, state, kind
-            )
+            ),
+            session_id,
         )
 
     async def pop_context(self, session_id: str, count: int = 1) -> list[Any]:
         """Remove a session's newest `count` context items; return them, oldest first."""
-        return await self._driver.run(checkpoint_ops.pop_context(session_id, count))
+        return await self._driver.run(checkpoint_ops.pop_context(session_id, count), session_id)
 
     async def clear_context(self, session_id: str) -> bool:
         """Remove every context item of a session; False if there is no such session."""
-        return await self._driver.run(checkpoint_ops.clear_context(session_id))
+        return await self._driver.run(checkpoint_ops.clear_context(session_id), session_id)
 
     async def context_tail(self, session_id: str, limit: int | None = None) -> list[Any]:
         """Load a session's newest `limit` context items (all when None), oldest first."""
-        return await self._driver.run(checkpoint_ops.context_tail(session_id, limit))
+        return await self._driver.run(checkpoint_ops.context_tail(session_id, limit), session_id)
 
     async def context_window(
         self, session_id: str, before: int | None = None, limit: int | None = None
     ) -> ContextWindow:
         """Load the newest `limit` context items before index `before`, with the sequence."""
-        return await self._driver.run(checkpoint_ops.context_window(session_id, before, limit))
+        return await self._driver.run(
+            checkpoint_ops.context_window(session_id, before, limit), session_id
+        )
 
     async def replace_context(
         self,
@@ -253,7 +265,8 @@ class Store:
         write moved the session past `sequence` (compare-and-set, as for a compaction).
         """
         return await self._driver.run(
-            checkpoint_ops.replace_context(session_id, sequence, start, items, drop_prefix)
+            checkpoint_ops.replace_context(session_id, sequence, start, items, drop_prefix),
+            session_id,
         )
 
     async def load_state(self, scope: str, key: str) -> Any:
@@ -270,12 +283,14 @@ class Store:
 
     async def events_after(self, session_id: str, after_sequence: int, limit: int) -> EventPage:
         """Load the stored events after a sequence, oldest first (compacted deltas are absent)."""
-        return await self._driver.run(watch_ops.events_after(session_id, after_sequence, limit))
+        return await self._driver.run(
+            watch_ops.events_after(session_id, after_sequence, limit), session_id
+        )
 
     async def wait_for_events(self, session_id: str, after_sequence: int, timeout: float) -> int:  # noqa: ASYNC109, RUF100
         """Wait up to `timeout` s for events past `after_sequence`; return the latest sequence."""
         return await self._driver.run(
-            watch_ops.wait_for_events(session_id, after_sequence, timeout)
+            watch_ops.wait_for_events(session_id, after_sequence, timeout), session_id
         )
 
     async def close(self) -> None:

@@ -21,6 +21,7 @@ from turnstore.records.upkeep import (
     OnConflict,
     Progress,
     PruneReport,
+    StoreGauges,
     StoreStats,
     TransferReport,
     VacuumDatabaseReport,
@@ -36,7 +37,7 @@ class Upkeep:
 
     async def tree(self, session_id: str) -> list[str]:
         """The session and every fork below it (what deleting it removes), sorted; [] if absent."""
-        return await self._driver.run(upkeep_ops.tree(session_id))
+        return await self._driver.run(upkeep_ops.tree(session_id), session_id)
 
     async def prune(
         self,
@@ -72,6 +73,11 @@ class Upkeep:
     async def stats(self) -> StoreStats:
         """Counts of sessions, turns, events, tokens and blobs, and the database's size."""
         return await self._driver.run(upkeep_ops.stats())
+
+    async def gauges(self) -> StoreGauges:
+        """Counts and sizes cheap enough to read on every scrape: sessions, queued work and its
+        leases, the oldest waiting batch's age, the database's and its WAL's bytes."""
+        return await self._driver.run(upkeep_ops.gauges())
 
     async def doctor(self, *, deep: bool = False) -> DoctorReport:
         """Check the store's health: schema, integrity, WAL, orphans, blobs, indexes, bloat.

@@ -38,7 +38,9 @@ class BlockingLangGraphTables:
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> LoadedCheckpoint | None:
         """Load one checkpoint by id, or a namespace's newest."""
-        return self._driver.run(langgraph_ops.get(session_id, checkpoint_ns, checkpoint_id))
+        return self._driver.run(
+            langgraph_ops.get(session_id, checkpoint_ns, checkpoint_id), session_id
+        )
 
     def search(self, query: SearchQuery) -> list[CheckpointRow]:
         """One newest-first page of checkpoint rows matching a listing."""
@@ -57,7 +59,8 @@ class BlockingLangGraphTables:
     ) -> list[DeltaHistory]:
         """Each channel's writes on a checkpoint's ancestors back to its nearest stored value."""
         return self._driver.run(
-            langgraph_ops.delta_history(session_id, checkpoint_ns, checkpoint_id, channels)
+            langgraph_ops.delta_history(session_id, checkpoint_ns, checkpoint_id, channels),
+            session_id,
         )
 
     def delete_threads(self, session_ids: Sequence[str]) -> None:

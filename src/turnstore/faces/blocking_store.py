@@ -39,7 +39,7 @@ from turnstore.records.conversation import ConversationPage, ConversationRequest
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.validation import validate_session_id
-from turnstore.steps import BlockingDriver
+from turnstore.steps import BlockingDriver, session_of
 
 
 def open_blocking(
@@ -96,7 +96,7 @@ class BlockingStore:
 
     def load(self, session_id: str) -> Checkpoint | None:
         """Load the latest checkpoint of a session, or None."""
-        return self._driver.run(checkpoint_ops.load(session_id))
+        return self._driver.run(checkpoint_ops.load(session_id), session_id)
 
     def save(
         self,
@@ -106,7 +106,8 @@ class BlockingStore:
     ) -> None:
         """Atomically replace the checkpoint, append transcript items, record a finished turn."""
         self._driver.run(
-            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, ())
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, ()),
+            session_of(checkpoint),
         )
 
     def save_with_events(
@@ -118,24 +119,29 @@ class BlockingStore:
     ) -> list[JournalEvent]:
         """Save as `save` and journal events in the same commit; return them after commit."""
         return self._driver.run(
-            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, events)
+            checkpoint_ops.save_with_events(checkpoint, transcript_delta, execution, events),
+            session_of(checkpoint),
         )
 
     def append_event(self, session_id: str, recorded_at_ms: int, event: Event) -> JournalEvent:
         """Assign the next session-local sequence to one event and journal it."""
-        return self._driver.run(checkpoint_ops.append_event(session_id, recorded_at_ms, event))
+        return self._driver.run(
+            checkpoint_ops.append_event(session_id, recorded_at_ms, event), session_id
+        )
 
     def event_page(self, session_id: str, request: EventPageRequest) -> EventPage:
         """Load one newest-first page of a session's journal events."""
-        return self._driver.run(checkpoint_ops.event_page(session_id, request))
+        return self._driver.run(checkpoint_ops.event_page(session_id, request), session_id)
 
     def event_turn_page(self, session_id: str, before_sequence: int | None = None) -> EventPage:
         """Load the newest whole turn of events before `before_sequence`."""
-        return self._driver.run(checkpoint_ops.event_turn_page(session_id, before_sequence))
+        return self._driver.run(
+            checkpoint_ops.event_turn_page(session_id, before_sequence), session_id
+        )
 
     def session_summary(self, session_id: str) -> SessionSummary | None:
         """Load one session's catalog entry without decoding its checkpoint."""
-        return self._driver.run(checkpoint_ops.session_summary(session_id))
+        return self._driver.run(checkpoint_ops.session_summary(session_id), session_id)
 
     def list_sessions_page(self, request: SessionPageRequest) -> SessionPage:
         """List one newest-first page of the session catalog (by owner or id prefix, if asked)."""
@@ -143,7 +149,7 @@ class BlockingStore:
 
     def transcript_page(self, session_id: str, request: TranscriptPageRequest) -> TranscriptPage:
         """Load one newest-first page of transcript batches."""
-        return self._driver.run(checkpoint_ops.transcript_page(session_id, request))
+        return self._driver.run(checkpoint_ops.transcript_page(session_id, request), session_id)
 
     def conversation(
         self, session_id: str, request: ConversationRequest | None = None
@@ -154,12 +160,12 @@ class BlockingStore:
         LangGraph thread the `messages` list of its newest checkpoint (docs/how-to/search.md).
         """
         return self._driver.run(
-            checkpoint_ops.conversation(session_id, request or ConversationRequest())
+            checkpoint_ops.conversation(session_id, request or ConversationRequest()), session_id
         )
 
     def execution_page(self, session_id: str, request: ExecutionPageRequest) -> ExecutionPage:
         """Load one newest-first page of a session's finished turns."""
-        return self._driver.run(checkpoint_ops.execution_page(session_id, request))
+        return self._driver.run(checkpoint_ops.execution_page(session_id, request), session_id)
 
     def recent_executions(
         self, limit: int, *, owner_id: str | None = None
@@ -173,13 +179,16 @@ class BlockingStore:
 
     def fork_tree(self, session_id: str, *, limit: int = 1000) -> ForkTree | None:
         """Load the fork tree holding a session: root first, then breadth-first; None if absent."""
-        return self._driver.run(checkpoint_ops.fork_tree(session_id, limit))
+        return self._driver.run(checkpoint_ops.fork_tree(session_id, limit), session_id)
 
     def fork(
         self, parent_session_id: str, parent_sequence: int, checkpoint: Checkpoint
     ) -> SessionSummary:
         """Create a child session at an exact durable parent sequence."""
-        return self._driver.run(checkpoint_ops.fork(parent_session_id, parent_sequence, checkpoint))
+        return self._driver.run(
+            checkpoint_ops.fork(parent_session_id, parent_sequence, checkpoint),
+            session_of(checkpoint),
+        )
 
     def delete_sessions(self, session_ids: Sequence[str]) -> bool:
         """Delete session trees and their state atomically; False if any id is absent."""
@@ -206,26 +215,29 @@ class BlockingStore:
         return self._driver.run(
             checkpoint_ops.append_context(
                 session_id, items, owner_id, expected_sequence, state, kind
-            )
+            ),
+            session_id,
         )
 
     def pop_context(self, session_id: str, count: int = 1) -> list[Any]:
         """Remove a session's newest `count` context items; return them, oldest first."""
-        return self._driver.run(checkpoint_ops.pop_context(session_id, count))
+        return self._driver.run(checkpoint_ops.pop_context(session_id, count), session_id)
 
     def clear_context(self, session_id: str) -> bool:
         """Remove every context item of a session; False if there is no such session."""
-        return self._driver.run(checkpoint_ops.clear_context(session_id))
+        return self._driver.run(checkpoint_ops.clear_context(session_id), session_id)
 
     def context_tail(self, session_id: str, limit: int | None = None) -> list[Any]:
         """Load a session's newest `limit` context items (all when None), oldest first."""
-        return self._driver.run(checkpoint_ops.context_tail(session_id, limit))
+        return self._driver.run(checkpoint_ops.context_tail(session_id, limit), session_id)
 
     def context_window(
         self, session_id: str, before: int | None = None, limit: int | None = None
     ) -> ContextWindow:
         """Load the newest `limit` context items before index `before`, with the sequence."""
-        return self._driver.run(checkpoint_ops.context_window(session_id, before, limit))
+        return self._driver.run(
+            checkpoint_ops.context_window(session_id, before, limit), session_id
+        )
 
     def replace_context(
         self, session_id: str, sequence: int, start: int, items: Iterable[Any], drop_prefix: int = 0
@@ -236,7 +248,8 @@ class BlockingStore:
         write moved the session past `sequence` (compare-and-set, as for a compaction).
         """
         return self._driver.run(
-            checkpoint_ops.replace_context(session_id, sequence, start, items, drop_prefix)
+            checkpoint_ops.replace_context(session_id, sequence, start, items, drop_prefix),
+            session_id,
         )
 
     def load_state(self, scope: str, key: str) -> Any:
@@ -253,11 +266,15 @@ class BlockingStore:
 
     def events_after(self, session_id: str, after_sequence: int, limit: int) -> EventPage:
         """Load the stored events after a sequence, oldest first (compacted deltas are absent)."""
-        return self._driver.run(watch_ops.events_after(session_id, after_sequence, limit))
+        return self._driver.run(
+            watch_ops.events_after(session_id, after_sequence, limit), session_id
+        )
 
     def wait_for_events(self, session_id: str, after_sequence: int, timeout: float) -> int:
         """Wait up to `timeout` s for events past `after_sequence`; return the latest sequence."""
-        return self._driver.run(watch_ops.wait_for_events(session_id, after_sequence, timeout))
+        return self._driver.run(
+            watch_ops.wait_for_events(session_id, after_sequence, timeout), session_id
+        )
 
     def close(self) -> None:
         """Commit queued writes and release connections and threads."""

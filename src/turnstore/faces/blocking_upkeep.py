@@ -20,6 +20,7 @@ from turnstore.records.upkeep import (
     OnConflict,
     Progress,
     PruneReport,
+    StoreGauges,
     StoreStats,
     TransferReport,
     VacuumDatabaseReport,
@@ -35,7 +36,7 @@ class BlockingUpkeep:
 
     def tree(self, session_id: str) -> list[str]:
         """The session and every fork below it (what deleting it removes), sorted; [] if absent."""
-        return self._driver.run(upkeep_ops.tree(session_id))
+        return self._driver.run(upkeep_ops.tree(session_id), session_id)
 
     def prune(
         self,
@@ -65,6 +66,11 @@ class BlockingUpkeep:
     def stats(self) -> StoreStats:
         """Counts of sessions, turns, events, tokens and blobs, and the database's size."""
         return self._driver.run(upkeep_ops.stats())
+
+    def gauges(self) -> StoreGauges:
+        """Counts and sizes cheap enough to read on every scrape: sessions, queued work and its
+        leases, the oldest waiting batch's age, the database's and its WAL's bytes."""
+        return self._driver.run(upkeep_ops.gauges())
 
     def doctor(self, *, deep: bool = False) -> DoctorReport:
         """Check the store's health: schema, integrity, WAL, orphans, blobs, indexes, bloat.

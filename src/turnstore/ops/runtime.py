@@ -6,6 +6,9 @@ a claim, an intent, metadata) must name that one.
 
 from __future__ import annotations
 
+import logging
+
+from turnstore import telemetry
 from turnstore.backends.sql import attachments, queue, runtime_commit, runtime_reads, runtime_upkeep
 from turnstore.errors import InvalidInput
 from turnstore.records.runtime import (
@@ -28,6 +31,7 @@ from turnstore.records.runtime import (
     VacuumReport,
 )
 from turnstore.rules.queue import (
+    PreparedClaim,
     check_lease,
     checked_claim,
     prepare_claim,
@@ -37,7 +41,9 @@ from turnstore.rules.queue import (
 from turnstore.rules.runtime import check_binding, prepare_commit
 from turnstore.rules.validation import identifier, validate_session_id
 from turnstore.rules.values import checked, nonblank_list, storage_integer, text
-from turnstore.steps import Steps, read, write
+from turnstore.steps import Steps, call, read, write
+
+logger = logging.getLogger("turnstore.runtime")
 
 
 def load_session(
@@ -80,7 +86,7 @@ def claim_ready_queued_work(
     """Lease the next ready group of batches for `owner_id`, or None."""
     claim = prepare_claim(owner_id, boundary, lease_ttl_ms, max_batches)
     text(claim.owner_id, "owner_id")
-    return (yield from write(lambda tx: queue.claim(tx, session_id, claim)))
+    return (yield from _lease(session_id, claim))
 
 
 def claim_ready_queued_work_by_batch_ids(
@@ -96,7 +102,22 @@ def claim_ready_queued_work_by_batch_ids(
     if claim is None:
         return None
     text(claim.owner_id, "owner_id")
-    return (yield from write(lambda tx: queue.claim(tx, session_id, claim)))
+    return (yield from _lease(session_id, claim))
+
+
+def _lease(session_id: str, request: PreparedClaim) -> Steps[QueuedWorkClaim | None]:
+    """Claim, then tell of any expired lease the claim took over (a recovery)."""
+    leased = yield from write(lambda tx: queue.claim(tx, session_id, request))
+    if leased.expired:
+        backend = yield from call(lambda engine: engine.upkeep().backend)
+        telemetry.leases_expired(backend, "reclaimed", len(leased.expired))
+        logger.info(
+            "session %r: %d expired lease(s) re-leased to owner %r",
+            session_id,
+            len(leased.expired),
+            request.owner_id,
+        )
+    return leased.claim
 
 
 def _bound_claim(session_id: str, claim: object) -> QueuedWorkClaim:

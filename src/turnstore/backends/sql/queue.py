@@ -57,6 +57,14 @@ class ClaimWrite(NamedTuple):
     batch_id: str
 
 
+class Leased(NamedTuple):
+    """What a claim took: the claim (None when nothing was ready) and the expired leases,
+    by claim id, whose batches it took over."""
+
+    claim: QueuedWorkClaim | None
+    expired: frozenset[str] = frozenset()
+
+
 class QueueSql(Statements):
     """Statements of the queued-work table."""
 
@@ -117,14 +125,16 @@ def enqueue(tx: Tx, session_id: str, draft: QueuedWorkBatchDraft) -> QueuedWorkB
     )
 
 
-def claim(tx: Tx, session_id: str, request: PreparedClaim) -> QueuedWorkClaim | None:
+def claim(tx: Tx, session_id: str, request: PreparedClaim) -> Leased:
     """Lease the next ready group: the oldest ready batches sharing the claim's boundary."""
     if not sessions.lock(tx, session_id):
-        return None
+        return Leased(None)
     now = now_ms(tx)
     group = next_ready_group(batches(tx, session_id), now, request)
     if not group:
-        return None
+        return Leased(None)
+    # A ready batch that still names a claim is one whose lease ran out.
+    expired = frozenset(batch.claim_id for batch in group if batch.claim_id is not None)
     claim_id = uuid.uuid4().hex
     expires = now + request.lease_ttl_ms
     sql = tx.sql(QueueSql)
@@ -134,7 +144,7 @@ def claim(tx: Tx, session_id: str, request: PreparedClaim) -> QueuedWorkClaim | 
         batch.claim_id = claim_id
         batch.claim_owner_id = request.owner_id
         batch.lease_expires_at_ms = expires
-    return QueuedWorkClaim(
+    found = QueuedWorkClaim(
         session_id=session_id,
         claim_id=claim_id,
         owner_id=request.owner_id,
@@ -142,6 +152,7 @@ def claim(tx: Tx, session_id: str, request: PreparedClaim) -> QueuedWorkClaim | 
         batches=group,
         lease_expires_at_ms=expires,
     )
+    return Leased(found, expired)
 
 
 def held(tx: Tx, session_id: str, claim_id: str, batch_ids: Iterable[str]) -> list[QueuedWorkBatch]:

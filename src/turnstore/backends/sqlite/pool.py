@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
+from turnstore import telemetry
 from turnstore.backends.sqlite.errors import storage_error
 from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S, may_access
 from turnstore.errors import StorageError
@@ -19,6 +21,8 @@ T = TypeVar("T")
 _READ_ONLY_ATTEMPTS = 5
 """Tries of a read-only read that writers keep changing the file under, before the last one
 reads through SQLite's shared memory whatever happens meanwhile."""
+
+logger = logging.getLogger("turnstore.sqlite")
 
 
 def connect(
@@ -116,6 +120,11 @@ class ReaderPool:
                     return self._read_shared(work, may_retry=True)
                 return self._read_frozen(work)
             except _FileChanged:
+                # Routine beside a live writer, so below INFO.
+                logger.debug(
+                    "a read-only read of %s ran while a writer changed it: again", self._path
+                )
+                telemetry.retried(telemetry.SQLITE, "file_changed")
                 continue
         return self._read_shared(work, may_retry=False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import sqlite3
 import threading
@@ -11,6 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from turnstore import telemetry
 from turnstore.backends.sqlite.errors import storage_error
 from turnstore.errors import StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
@@ -20,6 +22,8 @@ Work = Callable[[sqlite3.Connection], Any]
 
 MAX_BATCH = 512
 """Most writes one transaction carries; bounds a batch's latency and memory."""
+
+logger = logging.getLogger("turnstore.sqlite")
 
 
 @dataclass(slots=True)
@@ -51,6 +55,8 @@ class GroupCommitWriter:
         self._transactions = 0
         self._writes = 0
         self._ready: Future[None] = Future()
+        # Decided once: an uninstrumented writer calls nothing per commit.
+        self._telemetry = telemetry.instruments()
         self._thread = threading.Thread(
             target=self._run, name="turnstore-sqlite-writer", daemon=True
         )
@@ -184,7 +190,16 @@ class GroupCommitWriter:
                 job.future.set_exception(error)
             for job, value in done:
                 job.future.set_result(value)
+            if rerun:
+                self._retrying(len(rerun))
             jobs = rerun
+
+    def _retrying(self, count: int) -> None:
+        logger.warning(
+            "a write's error aborted its group commit; %d other write(s) run again", count
+        )
+        if self._telemetry is not None:
+            self._telemetry.retried(telemetry.SQLITE, "transaction_aborted", count)
 
     def _run_transaction(
         self, connection: sqlite3.Connection, jobs: list[_Job]
@@ -226,6 +241,8 @@ class GroupCommitWriter:
             return [], failed + [(job, failure) for job, _ in done], []
         self._transactions += 1
         self._writes += len(done)
+        if self._telemetry is not None:
+            self._telemetry.committed(telemetry.SQLITE, len(done))
         return done, failed, []
 
 

@@ -1,0 +1,285 @@
+"""Internal: the store's OpenTelemetry spans and metrics, and its loggers' one convention.
+
+Whether a store is instrumented is decided once, when it opens (`instruments()`): with
+OpenTelemetry's API importable and neither `TURNSTORE_TELEMETRY=off` nor
+`OTEL_SDK_DISABLED=true` set, its driver wraps each operation in a span and times it, and its
+backend counts commits and retries; otherwise they take their plain paths and call nothing
+here. Spans and instruments come from OpenTelemetry's global providers (proxies until an
+application configures an SDK, no-ops without one), or from the providers `override` names.
+
+Logging: every logger is a child of `turnstore`, which gets a `NullHandler` and nothing
+else; applications (and the `turnstore` command) configure handlers. A line names
+operations, backends, ids and error types, never a stored value or a URL's secret.
+docs/monitoring.md lists every span, metric and logger.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from turnstore.errors import (
+    HeadRevisionConflict,
+    QueuedWorkClaimExpired,
+    RuntimeTurnCommitConflict,
+    SequenceConflict,
+    SessionExists,
+    StorageError,
+    TurnstoreError,
+)
+
+logging.getLogger("turnstore").addHandler(logging.NullHandler())
+
+store_logger = logging.getLogger("turnstore.store")
+"""Refused operations: one line each (conflicts at INFO, storage failures at WARNING)."""
+
+SWITCH = "TURNSTORE_TELEMETRY"
+"""`off` (or 0, false, no) opens stores uninstrumented, whatever OpenTelemetry is configured."""
+
+SQLITE = "sqlite"
+"""The SQLite backend's name in calls here."""
+POSTGRES = "postgres"
+"""The PostgreSQL backend's name in calls here."""
+
+_SYSTEMS = {SQLITE: "sqlite", POSTGRES: "postgresql"}
+"""Each backend's `db.system.name`, as OpenTelemetry's semantic conventions spell it."""
+
+CONFLICTS = (SequenceConflict, HeadRevisionConflict, RuntimeTurnCommitConflict, SessionExists)
+"""Refusals counted as conflicts: another writer got there first."""
+
+DURATION_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+"""Bucket bounds (seconds) of `turnstore.operation.duration`: a commit takes 0.5 ms to 1 s."""
+
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+"""Bucket bounds (writes) of `turnstore.commit.batch_size`; 512 is the SQLite writer's most."""
+
+_OFF = frozenset({"off", "0", "false", "no"})
+
+
+def enabled() -> bool:
+    """Whether a store opened now is instrumented: the API importable and not switched off."""
+    if os.environ.get(SWITCH, "").strip().lower() in _OFF:
+        return False
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    try:
+        import opentelemetry.metrics
+        import opentelemetry.trace  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _version() -> str:
+    """The installed distribution's version: the instrumentation scope's."""
+    try:
+        return importlib.metadata.version("turnstore")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+class Instruments:
+    """The tracer and the metric instruments, from the global providers or given ones."""
+
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        from opentelemetry import context, metrics, trace
+
+        self.trace = trace
+        self.context = context
+        version = _version()
+        self.tracer = trace.get_tracer("turnstore", version, tracer_provider)
+        meter = metrics.get_meter("turnstore", version, meter_provider)
+        self.duration = meter.create_histogram(
+            "turnstore.operation.duration",
+            unit="s",
+            description="Time a store operation took, from the call to its result or error.",
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
+        self.batch_size = meter.create_histogram(
+            "turnstore.commit.batch_size",
+            unit="{write}",
+            description="Writes one committed transaction carried (SQLite's group commit).",
+            explicit_bucket_boundaries_advisory=list(BATCH_BUCKETS),
+        )
+        self.retries = meter.create_counter(
+            "turnstore.retries", unit="{retry}", description="Work the store ran again."
+        )
+        self.conflicts = meter.create_counter(
+            "turnstore.conflicts",
+            unit="{conflict}",
+            description="Writes refused because another writer moved the session first.",
+        )
+        self.lease_expiries = meter.create_counter(
+            "turnstore.lease.expiries",
+            unit="{lease}",
+            description="Queued-work leases that ran out: re-leased, or refused to their holder.",
+        )
+
+    def bind(self, backend: str) -> StoreTelemetry:
+        """These instruments for one store of `backend` (`sqlite` or `postgres`)."""
+        return StoreTelemetry(self, backend)
+
+    def retried(self, backend: str, reason: str, count: int = 1) -> None:
+        """Count `count` retries of `reason` on `backend`."""
+        self.retries.add(
+            count, {"db.system.name": _SYSTEMS[backend], "turnstore.retry.reason": reason}
+        )
+
+    def committed(self, backend: str, writes: int) -> None:
+        """Record one committed transaction that carried `writes` writes."""
+        self.batch_size.record(writes, {"db.system.name": _SYSTEMS[backend]})
+
+    def leases_expired(self, backend: str, outcome: str, count: int = 1) -> None:
+        """Count `count` expired leases, `reclaimed` by a new claim or `refused` to a holder."""
+        self.lease_expiries.add(
+            count, {"db.system.name": _SYSTEMS[backend], "turnstore.lease.outcome": outcome}
+        )
+
+
+class StoreTelemetry:
+    """One store's instruments: a span and a duration per operation, conflicts counted."""
+
+    __slots__ = ("backend", "instruments", "system")
+
+    def __init__(self, instruments: Instruments, backend: str) -> None:
+        self.instruments = instruments
+        self.backend = backend
+        self.system = _SYSTEMS[backend]
+
+    def operation(self, name: str, session_id: object) -> Operation:
+        """A context manager around one operation: its span, current while it runs."""
+        return Operation(self, name, session_id)
+
+
+class Operation:
+    """One operation's span and timing; on error, the span's status and the counters."""
+
+    __slots__ = ("attributes", "name", "session_id", "span", "started", "store", "token")
+
+    def __init__(self, store: StoreTelemetry, name: str, session_id: object) -> None:
+        self.store = store
+        self.name = name
+        self.session_id = session_id
+        self.attributes = {"db.system.name": store.system, "db.operation.name": name}
+
+    def __enter__(self) -> Operation:
+        found = self.store.instruments
+        attributes: dict[str, str] = dict(self.attributes)
+        if isinstance(self.session_id, str):
+            attributes["turnstore.session.id"] = self.session_id
+        self.span = found.tracer.start_span(f"turnstore.{self.name}", attributes=attributes)
+        self.token = found.context.attach(found.trace.set_span_in_context(self.span))
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        seconds = time.perf_counter() - self.started
+        found = self.store.instruments
+        found.context.detach(self.token)
+        attributes = self.attributes
+        if error is not None:
+            attributes = {**attributes, "error.type": type(error).__qualname__}
+            self.span.set_attribute("error.type", type(error).__qualname__)
+            self.span.set_status(found.trace.Status(found.trace.StatusCode.ERROR))
+            self._count(error)
+        self.span.end()
+        found.duration.record(seconds, attributes)
+
+    def _count(self, error: BaseException) -> None:
+        found = self.store.instruments
+        if isinstance(error, CONFLICTS):
+            found.conflicts.add(
+                1,
+                {
+                    **self.attributes,
+                    "error.type": type(error).__qualname__,
+                },
+            )
+        elif isinstance(error, QueuedWorkClaimExpired):
+            found.leases_expired(self.store.backend, "refused")
+        if isinstance(error, TurnstoreError):
+            refused(self.name, self.store.backend, self.session_id, error)
+
+
+def refused(operation: str, backend: str, session_id: object, error: TurnstoreError) -> None:
+    """Log one line for an operation the store refused: what, where, and the error's type."""
+    if isinstance(error, (*CONFLICTS, QueuedWorkClaimExpired)):
+        level = logging.INFO
+    elif isinstance(error, StorageError):
+        level = logging.WARNING
+    else:
+        level = logging.DEBUG
+    if not store_logger.isEnabledFor(level):
+        return
+    # The type, never the message: messages may quote the caller's input.
+    retry = " (retryable)" if isinstance(error, StorageError) and error.retryable else ""
+    store_logger.log(
+        level,
+        "%s refused on %s for session %s: %s%s",
+        operation,
+        backend,
+        "-" if session_id is None else repr(session_id),
+        type(error).__qualname__,
+        retry,
+    )
+
+
+_default: Instruments | None = None
+_override: Instruments | None = None
+
+
+def instruments() -> Instruments | None:
+    """The instruments a store opened now uses, or None when telemetry is off."""
+    global _default
+    if _override is not None:
+        return _override
+    if not enabled():
+        return None
+    if _default is None:
+        _default = Instruments()
+    return _default
+
+
+@contextmanager
+def override(tracer_provider: Any, meter_provider: Any) -> Iterator[Instruments]:
+    """Stores opened inside use these providers instead of the global ones (tests, bench)."""
+    global _override
+    before, _override = _override, Instruments(tracer_provider, meter_provider)
+    try:
+        yield _override
+    finally:
+        _override = before
+
+
+def retried(backend: str, reason: str, count: int = 1) -> None:
+    """Count retries of `reason` on `backend` (`sqlite`/`postgres`); nothing when off."""
+    found = instruments()
+    if found is not None:
+        found.retried(backend, reason, count)
+
+
+def leases_expired(backend: str, outcome: str, count: int = 1) -> None:
+    """Count expired leases (`reclaimed` or `refused`) on `backend`; nothing when off."""
+    found = instruments()
+    if found is not None:
+        found.leases_expired(backend, outcome, count)
+
+
+def committed(backend: str, writes: int) -> None:
+    """Record a committed transaction of `writes` writes on `backend`; nothing when off."""
+    found = instruments()
+    if found is not None:
+        found.committed(backend, writes)
