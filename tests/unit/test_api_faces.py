@@ -171,6 +171,7 @@ def test_the_store_holds_the_agent_loops_operations_only() -> None:
         "tree",
         "prune",
         "stats",
+        "gauges",
         "doctor",
         "vacuum",
         "backup",

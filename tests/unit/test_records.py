@@ -300,6 +300,17 @@ def upkeep_records() -> dict[str, Any]:
         "StoreStats": upkeep.StoreStats(
             session_count=3, fork_count=1, total_tokens=9, blob_bytes=7
         ),
+        "StoreGauges": upkeep.StoreGauges(
+            backend="sqlite",
+            schema_version=7,
+            session_count=3,
+            queued_batch_count=4,
+            leased_batch_count=2,
+            expired_lease_batch_count=1,
+            oldest_pending_age_ms=1500,
+            database_bytes=8192,
+            wal_bytes=4096,
+        ),
         "DoctorReport": upkeep.DoctorReport(
             backend="sqlite",
             schema_version=3,

@@ -28,6 +28,7 @@ from turnstore.records.upkeep import (
     OnConflict,
     Progress,
     PruneReport,
+    StoreGauges,
     StoreStats,
     TransferReport,
     VacuumDatabaseReport,
@@ -105,6 +106,20 @@ def stats() -> Steps[StoreStats]:
     found = yield from read(upkeep.stats)
     size = yield from call(lambda engine: engine.upkeep().database_bytes())
     found.database_bytes = size
+    return found
+
+
+def gauges() -> Steps[StoreGauges]:
+    """The counts and sizes a monitor samples: one read, and the engine's own figures."""
+    found = yield from read(upkeep.gauges)
+
+    def sizes(engine: Engine) -> tuple[str, int, int, int | None]:
+        checks = engine.upkeep()
+        return checks.backend, checks.schema_version(), checks.database_bytes(), checks.wal_bytes()
+
+    found.backend, found.schema_version, found.database_bytes, found.wal_bytes = yield from call(
+        sizes
+    )
     return found
 
 

@@ -47,6 +47,29 @@ class StoreStats(Record, kw_only=True):
     """Bytes the database takes on disk (SQLite: file and WAL; PostgreSQL: the tables)."""
 
 
+class StoreGauges(Record, kw_only=True):
+    """What a monitor samples every scrape (`Upkeep.gauges`): counts and sizes cheap to read."""
+
+    backend: str = ""
+    schema_version: U64 = 0
+    session_count: U64 = 0
+    """Every session, forks included."""
+    queued_batch_count: U64 = 0
+    """Queued-work batches not completed or cancelled yet, in every session."""
+    leased_batch_count: U64 = 0
+    """Of those, the batches a live lease holds."""
+    expired_lease_batch_count: U64 = 0
+    """Of those, the batches whose lease ran out and that no claim has taken again yet."""
+    oldest_pending_age_ms: U64 | None = None
+    """How long the oldest batch no live lease holds has waited; None when none waits."""
+    uncommitted_attachment_count: U64 = 0
+    """Attachment intents no commit has referenced yet (in flight, or orphans to sweep)."""
+    database_bytes: U64 = 0
+    """Bytes the database takes on disk (SQLite: file and WAL; PostgreSQL: the tables)."""
+    wal_bytes: U64 | None = None
+    """SQLite: the write-ahead log's size; None on PostgreSQL."""
+
+
 class DoctorReport(Record, kw_only=True):
     """A store's health: schema, integrity, write-ahead log, orphans, indexes and bloat."""
 

@@ -9,7 +9,7 @@ from turnstore.backends.sql.engine import Statements, Tx, select
 from turnstore.backends.sql.transfer import tree
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ExecutionStats
-from turnstore.records.upkeep import StoreStats
+from turnstore.records.upkeep import StoreGauges, StoreStats
 
 
 class RootRow(NamedTuple):
@@ -33,6 +33,19 @@ class BlobCounts(NamedTuple):
 
     blobs: int
     blob_bytes: int
+
+
+class QueueGauges(NamedTuple):
+    """Queued work across sessions: every batch, the leased, the expired, the oldest waiting."""
+
+    batches: int
+    leased: int
+    expired: int
+    oldest_pending_age_ms: int | None
+
+
+_LEASED = "claim_id IS NOT NULL AND lease_expires_at_ms > {now_ms}"
+_EXPIRED = "claim_id IS NOT NULL AND lease_expires_at_ms <= {now_ms}"
 
 
 class UpkeepSql(Statements):
@@ -78,6 +91,18 @@ class UpkeepSql(Statements):
     langgraph_checkpoints = "SELECT count(*) FROM lg_checkpoints"
     uncommitted_attachments = (
         "SELECT count(*) FROM attachment_manifest WHERE committed_at_ms IS NULL"
+    )
+    session_count = "SELECT count(*) FROM sessions"
+    # One pass over the queue, which holds only work not done yet.
+    queue_gauges = select(
+        QueueGauges,
+        "FROM queued_work",
+        batches="count(*)",
+        leased=f"CAST(coalesce(sum(CASE WHEN {_LEASED} THEN 1 ELSE 0 END), 0) AS BIGINT)",
+        expired=f"CAST(coalesce(sum(CASE WHEN {_EXPIRED} THEN 1 ELSE 0 END), 0) AS BIGINT)",
+        oldest_pending_age_ms=(
+            f"{{now_ms}} - min(CASE WHEN {_LEASED} THEN NULL ELSE enqueued_at_ms END)"
+        ),
     )
     tombstoned_sessions = (
         "SELECT DISTINCT session_id FROM graph_nodes WHERE tombstoned ORDER BY session_id"
@@ -166,4 +191,21 @@ def stats(tx: Tx) -> StoreStats:
         blob_bytes=blobs.blob_bytes,
         attachment_count=tx.value(sql.attachments),
         langgraph_checkpoint_count=tx.value(sql.langgraph_checkpoints),
+    )
+
+
+def gauges(tx: Tx) -> StoreGauges:
+    """The counts a monitor samples (sizes and schema version are the engine's to add)."""
+    sql = tx.sql(UpkeepSql)
+    queued = tx.row(sql.queue_gauges)
+    assert queued is not None  # an aggregate always returns one row
+    age = queued.oldest_pending_age_ms
+    return StoreGauges(
+        session_count=tx.value(sql.session_count),
+        queued_batch_count=queued.batches,
+        leased_batch_count=queued.leased,
+        expired_lease_batch_count=queued.expired,
+        # A clock step back could make the age negative for a moment.
+        oldest_pending_age_ms=None if age is None else max(0, int(age)),
+        uncommitted_attachment_count=tx.value(sql.uncommitted_attachments),
     )
