@@ -23,6 +23,7 @@ from turnstore.cli.common import (
     YES_OPTION,
     StoreCommand,
     again,
+    configure_logging,
     confirm,
     display_url,
     echo_json,
@@ -55,8 +56,10 @@ def main() -> None:
 
     Run `turnstore demo` to watch a scripted agent session being stored, then inspect and
     operate any store (a SQLite path or a postgresql:// URL, or TURNSTORE_URL) with the
-    other commands. Exit codes: 0 ok, 1 error, 2 usage error.
+    other commands. Exit codes: 0 ok, 1 error, 2 usage error. TURNSTORE_LOG_LEVEL=info
+    (or debug, warning, ...) prints the library's log lines to stderr.
     """
+    configure_logging()
 
 
 def default_demo_path() -> Path:

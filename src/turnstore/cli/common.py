@@ -8,6 +8,7 @@ terminal without `--yes`).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -29,6 +30,36 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 URL_ENV = "TURNSTORE_URL"
 """The environment variable naming the store when a command's URL argument is left out."""
+
+LOG_LEVEL_ENV = "TURNSTORE_LOG_LEVEL"
+"""The environment variable that sends the library's log lines (`turnstore.*`) to stderr."""
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+"""The levels `TURNSTORE_LOG_LEVEL` and `serve --log-level` take."""
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+"""One log line: when, how bad, which part, what."""
+
+_LOG_HANDLER = logging.StreamHandler()
+_LOG_HANDLER.setFormatter(logging.Formatter(LOG_FORMAT))
+
+
+def configure_logging(level: str | None = None) -> None:
+    """Print the library's log lines at `level` (else `TURNSTORE_LOG_LEVEL`'s) to stderr.
+
+    Without either the command prints none: a refused call is its one `Error:` line.
+    """
+    chosen = os.environ.get(LOG_LEVEL_ENV, "").strip().lower() or level
+    if chosen is None:
+        return
+    if chosen not in LOG_LEVELS:
+        raise click.UsageError(f"{LOG_LEVEL_ENV} must be one of {', '.join(LOG_LEVELS)}")
+    logger = logging.getLogger("turnstore")
+    logger.setLevel(chosen.upper())
+    _LOG_HANDLER.stream = sys.stderr  # the stderr of now (a test runner swaps it)
+    if _LOG_HANDLER not in logger.handlers:
+        logger.addHandler(_LOG_HANDLER)
+
 
 _CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {
     0x09: "\\t",

@@ -10,7 +10,14 @@ import click
 
 import turnstore
 from turnstore import Store
-from turnstore.cli.common import URL_ARGUMENT, StoreCommand, display_url, reported
+from turnstore.cli.common import (
+    LOG_LEVELS,
+    URL_ARGUMENT,
+    StoreCommand,
+    configure_logging,
+    display_url,
+    reported,
+)
 
 TOKEN_ENV = "TURNSTORE_TOKEN"
 """The environment variable that may carry `--token`, so it stays out of `ps`."""
@@ -32,10 +39,10 @@ TOKEN_ENV = "TURNSTORE_TOKEN"
 @click.option("--owner", metavar="ID", help="Show only sessions of this owner, everywhere.")
 @click.option(
     "--log-level",
-    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    type=click.Choice(LOG_LEVELS),
     default="info",
     show_default=True,
-    help="uvicorn's log level.",
+    help="Log level of uvicorn and of turnstore's own loggers (unless TURNSTORE_LOG_LEVEL).",
 )
 def serve(
     url: str, host: str, port: int, token: str | None, owner: str | None, log_level: str
@@ -62,6 +69,7 @@ def serve(
             f"refusing to bind {host}, which is not a loopback address, without --token "
             f"(or {TOKEN_ENV}): anyone who can reach it could read every session"
         )
+    configure_logging(log_level)
     # Open (and check) the store and take the port before saying anything is served, so a
     # wrong path, an unmigrated schema or a port in use is one `Error:` line.
     store = _open_checked(url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,11 +28,14 @@ from turnstore.errors import (
     TurnstoreError,
 )
 from turnstore.server.api import ENDPOINTS, Endpoint
+from turnstore.server.metrics import MetricsEndpoint
 from turnstore.server.openapi import openapi_document
 from turnstore.server.params import ApiError, error_response, json_response
 from turnstore.server.security import Guard
 from turnstore.server.settings import ServeSettings
 from turnstore.server.stream import STREAM_QUERY, event_stream
+
+logger = logging.getLogger("turnstore.server")
 
 STATIC = resources.files("turnstore.server") / "static"
 """The viewer's files, shipped inside the package."""
@@ -73,6 +77,7 @@ def create_app(
     ]
     routes += [
         Route("/api/openapi.json", openapi, methods=["GET"]),
+        Route("/metrics", MetricsEndpoint(), methods=["GET"]),
         Route("/", index, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
@@ -133,6 +138,9 @@ async def _store_error(request: Request, error: Exception) -> Response:
         status = 503
     elif isinstance(error, SearchIndexNotBuilt):
         status = 409
+    if status >= 500:
+        # The type, not the message: a driver's message may quote what it was given.
+        logger.warning("%s %s failed: %s", request.method, request.url.path, type(error).__name__)
     notes = getattr(error, "__notes__", ())
     return error_response(ApiError(status, type(error).__name__, str(error), notes))
 

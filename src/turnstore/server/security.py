@@ -8,10 +8,13 @@ drops the token from the address bar. Programs send `Authorization: Bearer …`.
 from __future__ import annotations
 
 import hmac
+import logging
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger("turnstore.server")
 
 COOKIE = "turnstore_token"
 """The cookie that carries the token for the viewer's own requests."""
@@ -58,6 +61,8 @@ class Guard:
                 await _login(self._token, offered, send_with_headers)
                 return
             if not self._authorized(scope):
+                # The path only: the query string may hold a token, a wrong one included.
+                logger.info("refused %s %s: no valid bearer token", scope["method"], scope["path"])
                 await _respond(
                     send_with_headers,
                     401,
@@ -93,6 +98,7 @@ def _query_token(scope: Scope) -> str | None:
 
 async def _login(token: bytes, offered: str, send: Send) -> None:
     if not _same(offered.encode(), token):
+        logger.info("refused the viewer's login: wrong token")
         await _respond(send, 401, b'{"error":"wrong token","type":"Unauthorized"}', [])
         return
     cookie = SimpleCookie()
