@@ -18,18 +18,20 @@ How each number is obtained:
   of the agent-loop workload (`bench.workload`: four transcript items of about 3 KB and the
   loop state a turn), round-robin over --sessions sessions of its own; a session that
   reaches 50 turns is replaced by a fresh one, so one save in 50 creates a session, as in
-  the agent-loop benchmark's 20 x 50. `+pgbouncer` is the same through one PgBouncer in
-  transaction mode (`bench/pgbouncer.py`, a server pool as large as the largest N); the
-  store's URL carries `pooler=transaction`, the plain clients set `prepare_threshold=None`.
+  the agent-loop benchmark's 20 x 50. The `pgbouncer` rows are the same through one
+  PgBouncer in transaction mode (`bench/pgbouncer.py`, a server pool as large as the
+  largest N); the store's URL carries `pooler=transaction`, the plain clients set
+  `prepare_threshold=None`.
 * the clock: every process is started with multiprocessing's spawn, connects, saves (or
   inserts) once per session, then waits on a barrier with the parent. From the barrier's
   release each runs --warmup seconds uncounted, then counts what completes in the next
   --seconds (CLOCK_MONOTONIC, one clock for every process of the machine), then stops.
 * reported per row: operations per second summed over the processes, p50/p99 of one
-  operation, each process's CPU per operation, how busy the machine's CPUs were
-  (/proc/stat) and WAL bytes per operation (`pg_current_wal_insert_lsn()`), both over the
-  window. With --rounds above 1 every row runs that many times, interleaved, and the round
-  with the median rate is reported.
+  operation, the workers' CPU per operation, how busy the machine's CPUs were (/proc/stat)
+  and what that is per operation (server and PgBouncer included), WAL bytes per operation
+  (`pg_current_wal_insert_lsn()`, server-wide: run it alone), all over the window; for the
+  turnstore rows, the schema's size afterwards per save. With --rounds above 1 every row
+  runs that many times, rounds interleaved, and the summary takes each row's median rate.
 
 A scratch database `bench_<random>` is created on the server and dropped at the end, one
 schema per turnstore row, one table per ceiling row.
@@ -289,6 +291,7 @@ def run_row(
     if any(t["error"] for t in tallies):
         raise RuntimeError(f"{kind} {via} x{processes}: {_errors(tallies)}")
     ops = sum(t["ops"] for t in tallies)
+    busy = MachineCpu.busy(cpu_before, cpu_after)
     latencies = [s for t in tallies for s in t["latencies_s"]]
     return {
         "kind": kind,
@@ -302,7 +305,12 @@ def run_row(
         "p50_ms": percentile(latencies, 0.5) * 1e3 if latencies else None,
         "p99_ms": percentile(latencies, 0.99) * 1e3 if latencies else None,
         "client_cpu_us_per_op": sum(t["cpu_s"] for t in tallies) / ops * 1e6 if ops else None,
-        "machine_busy": MachineCpu.busy(cpu_before, cpu_after),
+        "machine_busy": busy,
+        # Every CPU second of the machine in the window (the server's, PgBouncer's and the
+        # workers' alike) per operation: what one more core would buy, when they are all busy.
+        "machine_cpu_us_per_op": busy * (os.cpu_count() or 1) * args.seconds / ops * 1e6
+        if busy is not None and ops
+        else None,
         "wal_bytes_per_op": (wal_after - wal_before) / ops if ops else None,
     }
 
@@ -371,7 +379,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                 url = bouncer.url(url)
                                 if kind == TURNSTORE:
                                     url = with_query(url, pooler="transaction")
-                            row = run_row(kind, via, url, processes, tag, args, database.wal)
+                            try:
+                                row = run_row(kind, via, url, processes, tag, args, database.wal)
+                            except RuntimeError as error:
+                                if bouncer is None:
+                                    raise
+                                # A worker waiting on the pooler shows there, not in its error.
+                                tail = "\n".join(bouncer.log().splitlines()[-20:])
+                                raise RuntimeError(f"{error}\nPgBouncer's log:\n{tail}") from None
+                        if kind == TURNSTORE:
+                            # Every table of the row's schema with its indexes and TOAST, over
+                            # every save it took (warm-up included): what a turn leaves on disk.
+                            row["store_bytes_per_op"] = database.size(tag) / row["total_ops"]
                         row["round"] = round_
                         rows.append(row)
                         if not args.quiet:
@@ -530,8 +549,10 @@ def render(doc: dict[str, Any]) -> str:
             "-" if row["p50_ms"] is None else f"{row['p50_ms']:.2f}",
             "-" if row["p99_ms"] is None else f"{row['p99_ms']:.2f}",
             _num(row["client_cpu_us_per_op"]),
+            _num(row["machine_cpu_us_per_op"]),
             "-" if row["machine_busy"] is None else f"{row['machine_busy']:.0%}",
             _num(row["wal_bytes_per_op"]),
+            _num(row.get("store_bytes_per_op")),
         ]
         for row in doc["rows"]
     ]
@@ -542,9 +563,11 @@ def render(doc: dict[str, Any]) -> str:
         "ops/s",
         "p50 ms",
         "p99 ms",
-        "cpu µs/op",
+        "workers µs/op",
+        "machine µs/op",
         "busy",
         "WAL B/op",
+        "stored B/op",
     ]
     summary = [
         [
@@ -569,8 +592,9 @@ def render(doc: dict[str, Any]) -> str:
     ]
     lines = [
         header,
-        "Rows (ops: one-row commits for ceiling, saves for turnstore; cpu: the workers' own;"
-        " busy: every CPU of the machine, server included)\n" + table(headers, rows),
+        "Rows (ops: one-row commits for ceiling, saves for turnstore; CPU per op: the workers'"
+        " own, and the whole machine's, server included; busy: the machine's CPUs)\n"
+        + table(headers, rows),
         "Per process count\n" + table(summary_headers, summary),
     ]
     judged = targets(doc["summary"])
