@@ -244,10 +244,10 @@ _override: Instruments | None = None
 def instruments() -> Instruments | None:
     """The instruments a store opened now uses, or None when telemetry is off."""
     global _default
-    if _override is not None:
-        return _override
     if not enabled():
         return None
+    if _override is not None:
+        return _override
     if _default is None:
         _default = Instruments()
     return _default
@@ -255,7 +255,8 @@ def instruments() -> Instruments | None:
 
 @contextmanager
 def override(tracer_provider: Any, meter_provider: Any) -> Iterator[Instruments]:
-    """Stores opened inside use these providers instead of the global ones (tests, bench)."""
+    """Stores opened inside use these providers instead of the global ones (tests, bench);
+    the switches still turn telemetry off."""
     global _override
     before, _override = _override, Instruments(tracer_provider, meter_provider)
     try:

@@ -77,7 +77,7 @@ def create_app(
     ]
     routes += [
         Route("/api/openapi.json", openapi, methods=["GET"]),
-        Route("/metrics", MetricsEndpoint(), methods=["GET"]),
+        Route("/metrics", MetricsEndpoint().handle, methods=["GET"]),
         Route("/", index, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]

@@ -103,7 +103,7 @@ class MetricsEndpoint:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
         """Read the store's gauges, then render every family."""
         store: Store = request.app.state.store
         started = time.perf_counter()

@@ -1,0 +1,99 @@
+"""`/metrics` of a real `turnstore serve` process, scraped with httpx on both backends.
+
+The figures are read at each scrape, so what a writer does between two scrapes shows in the
+second; the route is behind the same bearer token as the API.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import turnstore
+from turnstore import BlockingStore, Checkpoint
+from turnstore.records import QueuedWorkBatchDraft
+
+
+def scrape(server: Any, **kwargs: Any) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """Every sample of `/metrics`, by name, then by its labels."""
+    response = server.get("/metrics", **kwargs)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    found: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            labels = tuple(sorted(sample.labels.items()))
+            found.setdefault(sample.name, {})[labels] = sample.value
+    return found
+
+
+def value(samples: dict[str, Any], name: str, **labels: str) -> float:
+    """One sample's value."""
+    return float(samples[name][tuple(sorted(labels.items()))])
+
+
+def save(writer: BlockingStore, session_id: str) -> None:
+    """A session at sequence 1."""
+    found = Checkpoint.empty(session_id)
+    found.sequence = 1
+    writer.save(found)
+
+
+def test_metrics_show_the_stores_figures_as_of_each_scrape(
+    serve: Any, writer: BlockingStore, backend_name: str
+) -> None:
+    """Sessions, queued batches by state, the oldest waiting batch's age, the database's
+    bytes (and the WAL's on SQLite), the store's info and the process's own series."""
+    server = serve()
+    empty = scrape(server)
+    assert value(empty, "turnstore_sessions") == 0
+    assert value(empty, "turnstore_queue_oldest_pending_age_seconds") == 0
+    info = dict(next(iter(empty["turnstore_info"])))
+    assert info["backend"] == backend_name
+    assert info["version"] == turnstore.__version__
+    assert int(info["schema_version"]) > 0
+    for session_id in ("a", "b", "c"):
+        save(writer, session_id)
+    queue = writer.runtime("a")
+    for item in range(4):
+        queue.enqueue_queued_work(QueuedWorkBatchDraft(boundary="turn", items=[item]))
+    assert queue.claim_ready_queued_work("worker-1", "turn", 1, 1) is not None  # runs out
+    time.sleep(0.05)
+    assert queue.claim_ready_queued_work("worker-2", "turn", 600_000, 1) is not None
+    assert queue.claim_ready_queued_work("worker-3", "turn", 1, 1) is not None  # runs out
+    time.sleep(0.05)
+    samples = scrape(server)
+    assert value(samples, "turnstore_sessions") == 3
+    assert value(samples, "turnstore_queued_batches", state="leased") == 1
+    assert value(samples, "turnstore_queued_batches", state="expired") == 1
+    assert value(samples, "turnstore_queued_batches", state="ready") == 2
+    assert value(samples, "turnstore_queue_oldest_pending_age_seconds") > 0
+    assert value(samples, "turnstore_uncommitted_attachments") == 0
+    assert value(samples, "turnstore_database_bytes") > 0
+    assert value(samples, "turnstore_gauges_read_seconds") > 0
+    if backend_name == "sqlite":
+        assert value(samples, "turnstore_sqlite_wal_bytes") >= 0
+    else:
+        assert "turnstore_sqlite_wal_bytes" not in samples
+    assert value(samples, "process_cpu_seconds_total") > 0
+
+
+def test_metrics_need_the_token_when_one_is_set(
+    serve: Any, writer: BlockingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `--token`, `/metrics` answers 401 without it and the figures with it; the refusal
+    is one line of `turnstore.server` (at INFO: TURNSTORE_LOG_LEVEL beats `--log-level`)."""
+    monkeypatch.setenv("TURNSTORE_LOG_LEVEL", "info")
+    server = serve("--token", "s3cret")
+    refused = server.get("/metrics")
+    assert refused.status_code == 401
+    assert "turnstore_sessions" not in refused.text
+    samples = scrape(server, headers={"authorization": "Bearer s3cret"})
+    assert value(samples, "turnstore_sessions") == 0
+    log = server.log.read_text()
+    (line,) = [line for line in log.splitlines() if "/metrics" in line]
+    assert line.endswith("INFO turnstore.server: refused GET /metrics: no valid bearer token")
+    assert "s3cret" not in log
