@@ -190,6 +190,9 @@ class GroupCommitWriter:
                 job.future.set_exception(error)
             for job, value in done:
                 job.future.set_result(value)
+            # Recorded once the callers are answered: a waiting task need not wait for it.
+            if done and self._telemetry is not None:
+                self._telemetry.committed(telemetry.SQLITE, len(done))
             if rerun:
                 self._retrying(len(rerun))
             jobs = rerun
@@ -241,8 +244,6 @@ class GroupCommitWriter:
             return [], failed + [(job, failure) for job, _ in done], []
         self._transactions += 1
         self._writes += len(done)
-        if self._telemetry is not None:
-            self._telemetry.committed(telemetry.SQLITE, len(done))
         return done, failed, []
 
 
