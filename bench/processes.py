@@ -45,6 +45,7 @@ import json
 import multiprocessing
 import os
 import platform
+import signal
 import sys
 import threading
 import time
@@ -658,6 +659,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; print the tables unless --quiet; write --json if asked."""
     args = parse_args(argv)
+    # A SIGTERM unwinds like Ctrl-C, so the workers, PgBouncer and the scratch database are
+    # cleaned up rather than left behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     reason = unavailable(args.postgres_url)
     if reason is not None:
         print(f"bench.processes needs PostgreSQL: {reason}", file=sys.stderr)
