@@ -15,9 +15,9 @@ docs/monitoring.md lists every span, metric and logger.
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,17 +73,15 @@ def enabled() -> bool:
     try:
         import opentelemetry.metrics
         import opentelemetry.trace  # noqa: F401
-    except ImportError:
+    except Exception:  # not installed, or not importable here (an unreadable folder)
         return False
     return True
 
 
 def _version() -> str:
-    """The installed distribution's version: the instrumentation scope's."""
-    try:
-        return importlib.metadata.version("turnstore")
-    except importlib.metadata.PackageNotFoundError:
-        return ""
+    """The package's version: the instrumentation scope's (read, not imported: the package
+    imports this module)."""
+    return str(getattr(sys.modules.get("turnstore"), "__version__", ""))
 
 
 class Instruments:
@@ -249,7 +247,12 @@ def instruments() -> Instruments | None:
     if _override is not None:
         return _override
     if _default is None:
-        _default = Instruments()
+        try:
+            _default = Instruments()
+        except Exception as error:
+            # Telemetry never keeps a store from opening (an API too old, say).
+            store_logger.warning("OpenTelemetry is not usable, stores run without it: %r", error)
+            return None
     return _default
 
 

@@ -34,7 +34,7 @@ from store_dumps import Dumper
 
 import sizes
 import turnstore
-from conftest import POSTGRES_URL, postgres_connection, require_postgres
+from conftest import postgres_connection, postgres_store_url, require_postgres
 from turnstore import (
     ActiveExecution,
     ActivePath,
@@ -931,7 +931,7 @@ CASE_LIST = [
     # Without arguments there is one input to try.
     *(
         Case(name, examples=1, upkeep=True)
-        for name in ("stats", "doctor", "gc_unreachable", "vacuum")
+        for name in ("stats", "gauges", "doctor", "gc_unreachable", "vacuum")
     ),
     *(
         Case(name, runtime=True, examples=FEW)
@@ -984,7 +984,7 @@ def harness(backend: str, face: str) -> Iterator[Harness]:
     if backend == "postgres":
         require_postgres()
         schema = f"fuzz_{uuid.uuid4().hex}"
-        url = f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
+        url = postgres_store_url(schema)
         opened = None
         try:
             with turnstore.open_blocking(url):  # creates the schema before the dumper connects
