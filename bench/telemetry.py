@@ -1,6 +1,6 @@
 """What telemetry costs a save: plain saves with it off, by default, and with the SDK.
 
-python -m bench.telemetry [--saves 400] [--rounds 7] [--backends sqlite,postgres]
+python -m bench.telemetry [--saves 100] [--rounds 60] [--backends sqlite,postgres]
     [--faces blocking,async] [--postgres-url URL | --no-postgres] [--dir DIR]
     [--json PATH] [--smoke]
 
@@ -31,7 +31,9 @@ each save pays its own commit (SQLite: WAL, synchronous=FULL, on the disk under 
 which must not be a tmpfs; PostgreSQL: synchronous_commit=on). Each round saves --saves
 turns per row, in fresh sessions of 20 turns; the rows take turns within a round, in an
 order rotated from round to round, after one warm-up round that is not counted. A row's
-figure is the median over rounds of the round's seconds per save.
+time is the median over rounds of the round's seconds per save; its ratio is the median
+over rounds of its time over the off row's in the same round, so the machine's drift from
+round to round (the disk's and the server's, often 10% and more) cancels out.
 """
 
 from __future__ import annotations
@@ -257,8 +259,12 @@ def postgres_urls(scratch: ScratchDatabase, face: str) -> dict[str, str]:
 
 def report_row(backend: str, face: str, rows: dict[str, Row]) -> dict[str, Any]:
     """One backend and face: each mode's ms per save, the ratios and the verdicts."""
-    off = rows["off"].seconds
-    ratios = {mode: rows[mode].seconds / off for mode in MODES[1:]}
+    ratios = {
+        mode: statistics.median(
+            mine / base for mine, base in zip(rows[mode].rounds, rows["off"].rounds, strict=True)
+        )
+        for mode in MODES[1:]
+    }
     return {
         "backend": backend,
         "face": face,
@@ -387,8 +393,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.telemetry", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--saves", type=int, default=400, help="saves per row per round")
-    parser.add_argument("--rounds", type=int, default=7, help="counted rounds (one more warms up)")
+    parser.add_argument("--saves", type=int, default=100, help="saves per row per round")
+    parser.add_argument("--rounds", type=int, default=60, help="counted rounds (one more warms up)")
     parser.add_argument(
         "--backends", type=_names(("sqlite", "postgres")), default=["sqlite", "postgres"]
     )

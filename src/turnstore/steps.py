@@ -151,6 +151,13 @@ class _Driver:
         """Counters of the write path: committed transactions and writes."""
         return self.engine.writer_stats()
 
+    def _observe(self, steps: Steps[Any], session_id: object) -> telemetry.Operation | None:
+        """The operation's span and timing, or None: telemetry off, or no SDK listening."""
+        found = self._telemetry
+        if found is None or not found.instruments.live():
+            return None
+        return found.operation(_name(steps), session_id)
+
 
 class BlockingDriver(_Driver):
     """Runs operations in the caller's thread, waiting for each step."""
@@ -158,8 +165,9 @@ class BlockingDriver(_Driver):
     def run(self, steps: Steps[T], session_id: object = None) -> T:
         """Drive `steps` to its result; `session_id` names the session it acts on, if one."""
         self.check_open()
-        if self._telemetry is not None:
-            with self._telemetry.operation(_name(steps), session_id):
+        observed = self._observe(steps, session_id)
+        if observed is not None:
+            with observed:
                 return self._drive(steps)
         try:
             return self._drive(steps)
@@ -214,8 +222,9 @@ class AsyncDriver(_Driver):
         """Drive `steps` to its result without blocking the event loop; `session_id` names
         the session it acts on, if one."""
         self.check_open()
-        if self._telemetry is not None:
-            with self._telemetry.operation(_name(steps), session_id):
+        observed = self._observe(steps, session_id)
+        if observed is not None:
+            with observed:
                 return await self._drive(steps)
         try:
             return await self._drive(steps)

@@ -61,6 +61,9 @@ DURATION_BUCKETS = (
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 """Bucket bounds (writes) of `turnstore.commit.batch_size`; 512 is the SQLite writer's most."""
 
+LIVE_CHECK_S = 1.0
+"""While no SDK is configured, how often a store looks again whether one has been since."""
+
 _OFF = frozenset({"off", "0", "false", "no"})
 
 
@@ -78,6 +81,17 @@ def enabled() -> bool:
     return True
 
 
+def _configured() -> bool:
+    """Whether an application has set a global tracer or meter provider."""
+    from opentelemetry import metrics, trace
+
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return True
+    # The API's stand-in until a meter provider is set; a name it no longer has reads as set,
+    # which costs time, never a measurement.
+    return type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
+
+
 def _version() -> str:
     """The package's version: the instrumentation scope's (read, not imported: the package
     imports this module)."""
@@ -92,6 +106,9 @@ class Instruments:
 
         self.trace = trace
         self.context = context
+        # Providers given are live; the global ones are the API's no-ops until an SDK is set.
+        self._live = tracer_provider is not None or meter_provider is not None
+        self._next_check = 0.0
         version = _version()
         self.tracer = trace.get_tracer("turnstore", version, tracer_provider)
         meter = metrics.get_meter("turnstore", version, meter_provider)
@@ -121,22 +138,40 @@ class Instruments:
             description="Queued-work leases that ran out: re-leased, or refused to their holder.",
         )
 
+    def live(self) -> bool:
+        """Whether an SDK may be listening; while none is, looked at once a `LIVE_CHECK_S`,
+        so an SDK configured after a store opened is used within a second."""
+        if self._live:
+            return True
+        now = time.monotonic()
+        if now < self._next_check:
+            return False
+        self._next_check = now + LIVE_CHECK_S
+        self._live = _configured()
+        return self._live
+
     def bind(self, backend: str) -> StoreTelemetry:
         """These instruments for one store of `backend` (`sqlite` or `postgres`)."""
         return StoreTelemetry(self, backend)
 
     def retried(self, backend: str, reason: str, count: int = 1) -> None:
         """Count `count` retries of `reason` on `backend`."""
+        if not self.live():
+            return
         self.retries.add(
             count, {"db.system.name": _SYSTEMS[backend], "turnstore.retry.reason": reason}
         )
 
     def committed(self, backend: str, writes: int) -> None:
         """Record one committed transaction that carried `writes` writes."""
+        if not self.live():
+            return
         self.batch_size.record(writes, {"db.system.name": _SYSTEMS[backend]})
 
     def leases_expired(self, backend: str, outcome: str, count: int = 1) -> None:
         """Count `count` expired leases, `reclaimed` by a new claim or `refused` to a holder."""
+        if not self.live():
+            return
         self.lease_expiries.add(
             count, {"db.system.name": _SYSTEMS[backend], "turnstore.lease.outcome": outcome}
         )
@@ -145,15 +180,25 @@ class Instruments:
 class StoreTelemetry:
     """One store's instruments: a span and a duration per operation, conflicts counted."""
 
-    __slots__ = ("backend", "instruments", "system")
+    __slots__ = ("_attributes", "backend", "instruments", "system")
 
     def __init__(self, instruments: Instruments, backend: str) -> None:
         self.instruments = instruments
         self.backend = backend
         self.system = _SYSTEMS[backend]
+        self._attributes: dict[str, dict[str, str]] = {}
+
+    def attributes(self, operation: str) -> dict[str, str]:
+        """An operation's metric attributes, made once per store and operation."""
+        found = self._attributes.get(operation)
+        if found is None:
+            found = {"db.system.name": self.system, "db.operation.name": operation}
+            self._attributes[operation] = found
+        return found
 
     def operation(self, name: str, session_id: object) -> Operation:
-        """A context manager around one operation: its span, current while it runs."""
+        """A context manager around one operation: its span, current while it runs (a driver
+        asks only while `instruments.live()`)."""
         return Operation(self, name, session_id)
 
 
@@ -166,13 +211,13 @@ class Operation:
         self.store = store
         self.name = name
         self.session_id = session_id
-        self.attributes = {"db.system.name": store.system, "db.operation.name": name}
+        self.attributes = store.attributes(name)
 
     def __enter__(self) -> Operation:
         found = self.store.instruments
-        attributes: dict[str, str] = dict(self.attributes)
+        attributes = self.attributes
         if isinstance(self.session_id, str):
-            attributes["turnstore.session.id"] = self.session_id
+            attributes = {**attributes, "turnstore.session.id": self.session_id}
         self.span = found.tracer.start_span(f"turnstore.{self.name}", attributes=attributes)
         self.token = found.context.attach(found.trace.set_span_in_context(self.span))
         self.started = time.perf_counter()

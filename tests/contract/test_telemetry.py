@@ -323,3 +323,20 @@ def test_a_rerun_of_a_group_commit_is_one_retry_and_one_log_line(
         "db.system.name": "sqlite",
         "turnstore.retry.reason": "transaction_aborted",
     }
+
+
+def test_global_providers_are_looked_at_until_an_sdk_is_set(
+    otel: Captured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the API's global no-ops a store takes the plain path, looking again once a second;
+    once an application sets a tracer provider, the next look makes it live for good."""
+    from opentelemetry import trace
+
+    found = telemetry.Instruments()
+    assert not found.live()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: otel.tracer_provider)
+    assert not found.live(), "looked again before LIVE_CHECK_S passed"
+    monkeypatch.setattr(found, "_next_check", 0.0)
+    assert found.live()
+    monkeypatch.undo()
+    assert found.live()
