@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -13,17 +14,20 @@ from psycopg import errors
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from turnstore import telemetry
 from turnstore.backends.postgres import migrations
 from turnstore.backends.postgres.errors import storage_error, translated
 from turnstore.backends.postgres.options import PostgresOptions
-from turnstore.backends.postgres.pool import open_pool
+from turnstore.backends.postgres.pool import open_pool, prelude
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
 from turnstore.backends.sql.engine import Dialect, Tx
-from turnstore.errors import ReadOnlyStore, StoreClosed, TurnstoreError
+from turnstore.errors import ReadOnlyStore, StorageError, StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
 
 T = TypeVar("T")
+
+logger = logging.getLogger("turnstore.postgres")
 
 _BLOB_LOCK_KEY = "hashtextextended(current_schema() || ':blobs', 0)"
 POSTGRES = Dialect(
@@ -61,7 +65,21 @@ _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 """How a read transaction begins: one snapshot for all its statements."""
 
 
-def _pipelined(connection: psycopg.Connection[Any], begin: str, work: Callable[[], T]) -> T:
+class _Lost(Exception):
+    """The connection broke before COMMIT was sent: the server rolled the transaction back."""
+
+    def __init__(self, error: psycopg.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+Prelude = tuple[str, tuple[str]] | None
+"""A statement each transaction begins with (settings behind a transaction pooler), or None."""
+
+
+def _pipelined(
+    connection: psycopg.Connection[Any], begin: str, prelude: Prelude, work: Callable[[], T]
+) -> T:
     """Run `work` in one transaction in pipeline mode, begun with `begin`, and commit.
 
     BEGIN, every statement whose rows are not read, and COMMIT are sent without waiting, so
@@ -69,14 +87,21 @@ def _pipelined(connection: psycopg.Connection[Any], begin: str, work: Callable[[
     are sent as statements: psycopg's transaction blocks sync the pipeline at both ends.
     A statement that fails raises at the next read or at the commit, the transaction
     aborted; whatever fails, the connection goes back to the pool outside any transaction (or
-    closed, after a database error, for the pool to replace).
+    closed, after a database error, for the pool to replace). A connection lost before the
+    COMMIT was sent raises `_Lost`: nothing was committed, so the caller may run it again.
     """
+    committing = False
     try:
         with connection.pipeline() if POSTGRES.pipelined else contextlib.nullcontext():
             connection.execute(begin)
+            if prelude is not None:
+                connection.execute(*prelude)
             result = work()
+            committing = True
             connection.execute("COMMIT")
     except BaseException as error:
+        # Before the close below, which would hide whether the connection broke by itself.
+        lost = error if isinstance(error, psycopg.OperationalError) and connection.broken else None
         if connection.info.transaction_status != TransactionStatus.IDLE and not connection.closed:
             with contextlib.suppress(psycopg.Error):
                 connection.execute("ROLLBACK")
@@ -85,12 +110,15 @@ def _pipelined(connection: psycopg.Connection[Any], begin: str, work: Callable[[
             # exists and the server never kept ("prepared statement _pg3_1 does not exist" on
             # the connection's next use): the pool replaces this connection instead.
             connection.close()
+        if lost is not None and not committing:
+            raise _Lost(lost) from None
         raise
     return result
 
 
 _RETRIES = 5
-"""Attempts of a write whose transaction lost a deadlock or serialization race."""
+"""Attempts of a transaction that lost a deadlock or serialization race, or its connection
+before COMMIT."""
 
 
 class PostgresEngine:
@@ -103,6 +131,8 @@ class PostgresEngine:
 
     def __init__(self, url: str, *, read_only: bool = False, any_version: bool = False) -> None:
         self.options = options = PostgresOptions.from_url(url)
+        self._prelude = prelude(options)
+        self._telemetry = telemetry.instruments()
         self._read_only = read_only
         self._any_version = any_version and read_only
         self._pool = self._open_pool()
@@ -120,7 +150,7 @@ class PostgresEngine:
         self._writes = ThreadPoolExecutor(
             options.pool_max_size, thread_name_prefix="turnstore-postgres-write"
         )
-        self._watch = PostgresWatch(options.conninfo, options.schema, self._pool)
+        self._watch = PostgresWatch(options, self._pool)
 
     def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         return open_pool(self.options, read_only=self._read_only)
@@ -129,7 +159,7 @@ class PostgresEngine:
         translated(self.options, self._migrate)
 
     def _migrate(self) -> None:
-        with self._pool.connection() as connection:
+        with self.connection() as connection:
             migrations.migrate(
                 connection,
                 self.options.schema,
@@ -139,8 +169,17 @@ class PostgresEngine:
 
     @property
     def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
-        """The engine's connection pool (autocommit connections on the store's schema)."""
+        """The engine's connection pool (autocommit connections, for statements that need no
+        schema: behind a transaction pooler each runs on whichever server connection is free)."""
         return self._pool
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pool connection inside one transaction on the store's schema and settings."""
+        with self._pool.connection() as connection, connection.transaction():
+            if self._prelude is not None:
+                connection.execute(*self._prelude)
+            yield connection
 
     @property
     def read_only(self) -> bool:
@@ -160,7 +199,7 @@ class PostgresEngine:
         """The schema version the store's schema is at."""
 
         def run() -> int:
-            with self._pool.connection() as connection:
+            with self.connection() as connection:
                 return migrations.stored_version(connection, self.options.schema)
 
         return translated(self.options, run)
@@ -175,9 +214,34 @@ class PostgresEngine:
         def transaction() -> T:
             with self._pool.connection() as connection:
                 tx = Tx(connection, POSTGRES)
-                return _pipelined(connection, _READ, lambda: work(tx))
+                return _pipelined(connection, _READ, self._prelude, lambda: work(tx))
 
-        return translated(self.options, transaction)
+        return translated(self.options, lambda: self._again_when_lost(transaction))
+
+    def _again_when_lost(self, transaction: Callable[[], T]) -> T:
+        """Run `transaction`, again on a fresh connection while one breaks before its COMMIT.
+
+        A pooler that drops its server connections (PgBouncer's KILL or RECONNECT, a server
+        restart behind it) leaves every idle connection of the pool dead: after the first
+        loss the pool checks them all, so the next attempt gets a live one.
+        """
+        for attempt in range(1, _RETRIES + 1):
+            try:
+                return transaction()
+            except _Lost as lost:
+                if attempt == _RETRIES:
+                    failure = storage_error(lost.error, self.options)
+                    break
+                logger.warning(
+                    "connection lost before commit (%s); retrying, attempt %d of %d",
+                    type(lost.error).__name__,
+                    attempt + 1,
+                    _RETRIES,
+                )
+                self._retried("connection_lost")
+                self._pool.check()
+        # Raised outside the `except` block, so the driver's error is not its context.
+        raise failure
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:
         """Run `work` in its own transaction on a writer thread."""
@@ -214,7 +278,7 @@ class PostgresEngine:
         def transaction() -> T:
             with self._pool.connection() as connection:
                 tx = Tx(connection, POSTGRES)
-                result = _pipelined(connection, "BEGIN", lambda: work(tx))
+                result = _pipelined(connection, "BEGIN", self._prelude, lambda: work(tx))
             # COMMIT returned. The notification goes out from another connection (see
             # `watch`), never inside the transaction.
             if tx.event_sessions:
@@ -222,12 +286,21 @@ class PostgresEngine:
             return result
 
         failure: TurnstoreError | None = None
-        for _ in range(_RETRIES):
+        for attempt in range(1, _RETRIES + 1):
             try:
-                result = transaction()
+                result = self._again_when_lost(transaction)
             except (errors.DeadlockDetected, errors.SerializationFailure) as error:
                 # The transaction was rolled back whole; running it again is safe.
                 failure = storage_error(error, self.options)
+                logger.warning(
+                    "write lost a %s race; retrying, attempt %d of %d",
+                    type(error).__name__,
+                    attempt + 1,
+                    _RETRIES,
+                )
+                self._retried(
+                    "deadlock" if isinstance(error, errors.DeadlockDetected) else "serialization"
+                )
                 continue
             except TurnstoreError:
                 raise
@@ -236,13 +309,27 @@ class PostgresEngine:
                 break
             except (psycopg.Error, PoolTimeout) as error:
                 failure = storage_error(error, self.options)
+                if isinstance(error, psycopg.OperationalError):
+                    # Lost with the COMMIT sent: it may have committed. Running it again
+                    # could apply it twice, so the caller hears that the outcome is unknown.
+                    failure = StorageError(
+                        f"{failure.message} (the connection was lost while the write was "
+                        "committing: it may or may not have been committed)",
+                        retryable=False,
+                    )
                 break
             with self._counter:
                 self._transactions += 1
+            if self._telemetry is not None:
+                self._telemetry.committed(telemetry.POSTGRES, 1)
             return result
         # Raised outside the `except` blocks, so the driver's error is not its context.
         assert failure is not None
         raise failure
+
+    def _retried(self, reason: str) -> None:
+        if self._telemetry is not None:
+            self._telemetry.retried(telemetry.POSTGRES, reason)
 
     def writer_stats(self) -> WriterStats:
         """Return how many write transactions committed (one write each)."""

@@ -54,7 +54,14 @@ def storage_error(error: BaseException, options: PostgresOptions) -> StorageErro
 
 
 def refusal(error: StorageError) -> ConfigError | None:
-    """The error of a connection the server refused for its role, password or database."""
+    """The error of a connection refused for its role, password or database, or by a pooler."""
+    if "unsupported startup parameter" in error.message:
+        # PgBouncer before 1.20 refuses the `options` a direct connection starts with.
+        return ConfigError(
+            error.message.replace("PostgreSQL error:", "the server refused the connection:", 1)
+            + " (behind PgBouncer or another pooler in transaction mode, add "
+            "pooler=transaction to the URL: docs/how-to/postgresql.md)"
+        )
     if not _REFUSED.search(error.message):
         return None
     # A wrong role, password or database fails every retry alike: not retryable.

@@ -16,7 +16,14 @@ from turnstore.errors import ConfigError
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
-OWN_PARAMETERS = ("schema", "pool_min_size", "pool_max_size", "pool_timeout")
+OWN_PARAMETERS = (
+    "schema",
+    "pool_min_size",
+    "pool_max_size",
+    "pool_timeout",
+    "pooler",
+    "listen_url",
+)
 """turnstore's own query parameters of a PostgreSQL URL; the others go to libpq."""
 
 
@@ -107,6 +114,31 @@ def _conninfo_params(conninfo: str, secrets: tuple[str, ...]) -> dict[str, Any]:
     raise ConfigError(f"malformed PostgreSQL URL: {_redact(problem, secrets)}")
 
 
+POOLERS = ("none", "session", "transaction")
+"""Values of the `pooler` URL parameter: what stands between the store and the server."""
+
+
+def _check_ports(params: dict[str, Any]) -> None:
+    for port in str(params.get("port") or "").split(","):
+        if port and not (port.isdecimal() and 0 < int(port) < 65536):
+            raise ConfigError(f"invalid port {port!r} in the PostgreSQL URL (expected 1 to 65535)")
+
+
+def _listen_conninfo(url: str) -> tuple[str, list[str]]:
+    """The `listen_url` parameter checked as a URL of its own, and the secrets it carries."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            "listen_url must be a percent-encoded postgresql:// URL of the server itself"
+        )
+    inner = PostgresOptions.from_url(url)
+    ours, _ = _split_query(urlsplit(url).query)
+    if ours:
+        raise ConfigError(
+            f"listen_url takes libpq's parameters only, not {', '.join(sorted(ours))}"
+        )
+    return inner.conninfo, list(inner.secrets)
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class PostgresOptions:
     """Where and how to connect, parsed from a `postgresql://` URL; its repr shows no secret."""
@@ -116,6 +148,11 @@ class PostgresOptions:
     pool_min_size: int = 1
     pool_max_size: int = 10
     pool_timeout_s: float = 30.0
+    transaction_pooler: bool = False
+    """The URL reaches PostgreSQL through a pooler in transaction mode (`pooler=transaction`):
+    no named prepared statements, settings sent in each transaction, no `LISTEN` on it."""
+    listen_conninfo: str | None = None
+    """Where the live tail LISTENs (`listen_url`): the server itself, past the pooler."""
     secrets: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -142,11 +179,16 @@ class PostgresOptions:
         secrets = _spellings(
             [*secrets, *(str(params[k]) for k in _secret_parameters() if params.get(k))]
         )
-        for port in str(params.get("port") or "").split(","):
-            if port and not (port.isdecimal() and 0 < int(port) < 65536):
-                raise ConfigError(
-                    f"invalid port {port!r} in the PostgreSQL URL (expected 1 to 65535)"
-                )
+        _check_ports(params)
+        listen = ours.get("listen_url")
+        if listen is not None:
+            listen, listen_secrets = _listen_conninfo(listen)
+            secrets = _spellings([*secrets, *listen_secrets])
+        pooler = ours.get("pooler", "none")
+        if pooler not in POOLERS:
+            raise ConfigError(
+                f"pooler must be one of {', '.join(POOLERS)} (got {_redact(pooler, secrets)!r})"
+            )
         try:
             options = cls(
                 conninfo=conninfo,
@@ -154,6 +196,8 @@ class PostgresOptions:
                 pool_min_size=int(ours.get("pool_min_size", 1)),
                 pool_max_size=int(ours.get("pool_max_size", 10)),
                 pool_timeout_s=float(ours.get("pool_timeout", 30.0)),
+                transaction_pooler=pooler == "transaction",
+                listen_conninfo=listen,
                 secrets=secrets,
             )
         except ValueError:
@@ -174,5 +218,7 @@ class PostgresOptions:
         return (
             f"PostgresOptions(url={self.redact(self.conninfo)!r}, schema={self.schema!r}, "
             f"pool_min_size={self.pool_min_size}, pool_max_size={self.pool_max_size}, "
-            f"pool_timeout_s={self.pool_timeout_s})"
+            f"pool_timeout_s={self.pool_timeout_s}, "
+            f"pooler={'transaction' if self.transaction_pooler else 'none'!r}, "
+            f"listen_url={self.redact(self.listen_conninfo) if self.listen_conninfo else None!r})"
         )

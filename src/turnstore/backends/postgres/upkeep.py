@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
@@ -18,6 +19,9 @@ class UpkeepHost(Protocol):
     @property
     def pool(self) -> Any:
         """The engine's pool of autocommit connections."""
+
+    def connection(self) -> AbstractContextManager[Any]:
+        """A pool connection in one transaction on the store's schema."""
 
     @property
     def read_only(self) -> bool:
@@ -63,7 +67,7 @@ class PostgresUpkeep:
 
     def _values(self, sql: str) -> list[Any]:
         def run() -> list[Any]:
-            with self._engine.pool.connection() as connection:
+            with self._engine.connection() as connection:
                 return [value for (value,) in connection.execute(sql)]
 
         return self._engine.run_translated(run)
@@ -98,10 +102,14 @@ class PostgresUpkeep:
         if self._engine.read_only:
             raise ReadOnlyStore("the store was opened read-only")
 
+        tables = self._values(_TABLES)
+
         def run() -> None:
+            # VACUUM cannot run in a transaction, so each runs alone and names its schema:
+            # behind a transaction pooler no search_path outlives a statement.
             with self._engine.pool.connection() as connection:
-                for (table,) in list(connection.execute(_TABLES)):
-                    connection.execute(f'VACUUM (ANALYZE) "{table}"')
+                for table in tables:
+                    connection.execute(f'VACUUM (ANALYZE) "{self._engine.schema}"."{table}"')
 
         self._engine.run_translated(run)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import threading
 from typing import Any
 
@@ -23,7 +24,10 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from turnstore.backends.postgres.options import PostgresOptions
 from turnstore.backends.sql.waiters import EventWatch
+
+logger = logging.getLogger("turnstore.postgres")
 
 PAYLOAD_BYTES = 7900
 """Most bytes of one notification's payload: PostgreSQL refuses 8000 or more."""
@@ -31,6 +35,8 @@ WAKE_ALL = "*"
 """The payload that wakes every waiter (a session id too long for any payload)."""
 LISTEN_TICK_S = 0.1
 """How often the listener looks up from the socket to see whether the store is closing."""
+POLL_INTERVAL_S = 0.5
+"""How often waiters re-read their marks when the store has no connection to LISTEN on."""
 RECONNECT_DELAY_S = 0.5
 """Pause between attempts to reconnect a lost listener connection."""
 SEND_ATTEMPTS = 2
@@ -76,10 +82,14 @@ def payloads(session_ids: list[str]) -> list[str]:
 class PostgresWatch(EventWatch):
     """The waiters of one PostgreSQL store, its notification sender and its listener."""
 
-    def __init__(self, conninfo: str, schema: str, pool: ConnectionPool[Any]) -> None:
+    def __init__(self, options: PostgresOptions, pool: ConnectionPool[Any]) -> None:
         super().__init__()
-        self.channel = channel_name(schema)
-        self._conninfo = conninfo
+        self.channel = channel_name(options.schema)
+        # Behind a transaction pooler a LISTEN would last one transaction: listen past it
+        # (`listen_url`), or poll.
+        self._conninfo: str | None = options.listen_conninfo or (
+            None if options.transaction_pooler else options.conninfo
+        )
         self._pool = pool
         self._stopping = threading.Event()
         self._pending: set[str] = set()
@@ -127,12 +137,21 @@ class PostgresWatch(EventWatch):
 
     def _start(self) -> None:
         self._listener = threading.Thread(
-            target=self._listen_loop, name="turnstore-postgres-listen", daemon=True
+            target=self._listen_loop if self._conninfo is not None else self._poll_loop,
+            name="turnstore-postgres-listen",
+            daemon=True,
         )
         self._listener.start()
 
+    def _poll_loop(self) -> None:
+        """With no connection to LISTEN on, wake every waiter each `POLL_INTERVAL_S` to re-read."""
+        while not self._stopping.wait(POLL_INTERVAL_S):
+            self.wake_all()
+
     def _listen_loop(self) -> None:
+        assert self._conninfo is not None
         connection: psycopg.Connection[Any] | None = None
+        lost = False
         while not self._stopping.is_set():
             try:
                 if connection is None:
@@ -143,9 +162,20 @@ class PostgresWatch(EventWatch):
                     # A commit between a waiter's read and this LISTEN sent its notification
                     # to nobody: every waiter reads its mark again.
                     self.wake_all()
+                    if lost:
+                        logger.info("event listener reconnected; waiters re-read their marks")
+                        lost = False
                 for notify in connection.notifies(timeout=LISTEN_TICK_S):
                     self._dispatch(notify.payload)
-            except psycopg.Error:
+            except psycopg.Error as error:
+                if not lost:
+                    # Once per loss, not once per attempt while the server is down.
+                    logger.warning(
+                        "event listener connection lost (%s); reconnecting every %.1f s",
+                        type(error).__name__,
+                        RECONNECT_DELAY_S,
+                    )
+                    lost = True
                 if connection is not None:
                     with contextlib.suppress(psycopg.Error):
                         connection.close()
