@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import shutil
 import sqlite3
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -27,6 +30,9 @@ POSTGRES_URL = os.environ.get(
     "TURNSTORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REQUIRE_POSTGRES = os.environ.get("TURNSTORE_REQUIRE_POSTGRES") == "1"
+THROUGH_PGBOUNCER = os.environ.get("TURNSTORE_TEST_PGBOUNCER") == "1"
+"""Stores open through a PgBouncer in transaction mode (`./dev test-pgbouncer`); raw access
+(`postgres_connection`, `Database`) still goes to the server itself."""
 FRAMEWORK_TESTS = {
     "langgraph": (
         "test_langgraph_saver.py",
@@ -92,6 +98,44 @@ def require_postgres() -> None:
     if REQUIRE_POSTGRES:
         pytest.fail(f"TURNSTORE_REQUIRE_POSTGRES=1 but {reason}")
     pytest.skip(reason)
+
+
+@cache
+def pgbouncer() -> Any:
+    """This test process's PgBouncer in transaction mode before the test server, started once.
+
+    Skips the calling test when PgBouncer is not installed, or fails it when CI requires it.
+    """
+    require_postgres()
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from bench.pgbouncer import PgBouncer, binary
+
+    if binary() is None:
+        reason = "pgbouncer is not installed (Debian: apt-get install pgbouncer)"
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"TURNSTORE_REQUIRE_POSTGRES=1 but {reason}")
+        pytest.skip(reason)
+    bouncer = PgBouncer(POSTGRES_URL)
+    atexit.register(bouncer.close)
+    return bouncer
+
+
+def postgres_store_url(schema: str, *, through_pgbouncer: bool = THROUGH_PGBOUNCER) -> str:
+    """The URL a test's store opens on `schema`, through PgBouncer when the run asks for it.
+
+    Through PgBouncer the live tail listens on the server itself (`listen_url`), as
+    docs/how-to/postgresql.md sets it up.
+    """
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    if not through_pgbouncer:
+        return f"{POSTGRES_URL}{separator}schema={schema}"
+    listen = quote(POSTGRES_URL, safe="")
+    return (
+        f"{pgbouncer().url(POSTGRES_URL)}{separator}schema={schema}"
+        f"&pooler=transaction&listen_url={listen}"
+    )
 
 
 def postgres_connection(schema: str | None = None) -> Any:
@@ -215,8 +259,7 @@ def pg_schema(backend_name: str) -> Iterator[str]:
 def store_url(backend_name: str, tmp_path: Path, pg_schema: str) -> str:
     """A URL of a fresh, empty database of the backend under test."""
     if backend_name == "postgres":
-        separator = "&" if "?" in POSTGRES_URL else "?"
-        return f"{POSTGRES_URL}{separator}schema={pg_schema}"
+        return postgres_store_url(pg_schema)
     return str(tmp_path / "turnstore.sqlite3")
 
 

@@ -27,7 +27,7 @@ import pytest
 
 import sizes
 import turnstore
-from conftest import postgres_connection
+from conftest import THROUGH_PGBOUNCER, postgres_connection
 from turnstore import (
     Checkpoint,
     EventPageRequest,
@@ -99,12 +99,15 @@ def _wait_for_server_side_exit(application: str) -> None:
     A client killed after sending COMMIT may still see that COMMIT complete on the server
     (and one killed mid-transaction is rolled back only when its backend notices): until its
     backends are gone, two reads of the check could see the store before and after.
+    Through PgBouncer its server connections outlive it, back in the pooler's pool: there,
+    wait until none of them is in a transaction.
     """
     deadline = time.monotonic() + 30
+    busy = " AND state IS DISTINCT FROM 'idle'" if THROUGH_PGBOUNCER else ""
     with postgres_connection() as connection:
         while True:
             left = connection.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s" + busy,
                 (application,),
             ).fetchone()[0]
             if left == 0:

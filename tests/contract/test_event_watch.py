@@ -31,7 +31,7 @@ from test_events import (
 )
 
 import turnstore
-from conftest import POSTGRES_URL, postgres_connection, require_postgres
+from conftest import postgres_connection, postgres_store_url, require_postgres
 from turnstore import Checkpoint, EventPageRequest
 from turnstore.backends.postgres.watch import PAYLOAD_BYTES, channel_name, payloads
 from turnstore.events import ModelStepCompleted, TokenUsage
@@ -273,7 +273,7 @@ async def test_wait_wakes_on_an_import(store, store_url, tmp_path, backend_name)
         await target.close()
         if backend_name == "postgres":
             with postgres_connection() as connection:
-                schema = url.rpartition("schema=")[2]
+                schema = url.rpartition("schema=")[2].partition("&")[0]
                 connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
@@ -368,7 +368,7 @@ async def test_a_cancelled_wait_leaves_no_waiter_behind(store):
 
 
 def _pg_url(schema: str) -> str:
-    return f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
+    return postgres_store_url(schema)
 
 
 class Listener:

@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 import sizes
 import turnstore
-from conftest import POSTGRES_URL, postgres_connection, require_postgres
+from conftest import postgres_connection, postgres_store_url, require_postgres
 from turnstore import (
     Checkpoint,
     Event,
@@ -166,7 +166,7 @@ def _fresh_postgres() -> tuple[str, Callable[[], None]]:
         with postgres_connection() as connection:
             connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
-    return f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}", drop
+    return postgres_store_url(schema), drop
 
 
 def test_store_agrees_with_the_model(backend_name: str) -> None:

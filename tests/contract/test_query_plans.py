@@ -40,7 +40,13 @@ from typing import Any, NamedTuple
 import pytest
 
 import turnstore
-from conftest import BACKENDS, POSTGRES_URL, Database, postgres_connection, require_postgres
+from conftest import (
+    BACKENDS,
+    Database,
+    postgres_connection,
+    postgres_store_url,
+    require_postgres,
+)
 from turnstore import (
     ActiveExecution,
     Checkpoint,
@@ -397,9 +403,8 @@ def plans(
         return
     require_postgres()
     schema = f"test_{uuid.uuid4().hex}"
-    separator = "&" if "?" in POSTGRES_URL else "?"
     try:
-        _fill(f"{POSTGRES_URL}{separator}schema={schema}")
+        _fill(postgres_store_url(schema))
         database = Database(backend, Path(), schema)
         tables = "sessions, context_chunks, transcript_delta, execution_journal, event_journal"
         database.query(f"ANALYZE {tables}")

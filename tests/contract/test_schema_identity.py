@@ -18,9 +18,9 @@ import pytest
 
 import turnstore
 from conftest import (
-    POSTGRES_URL,
     Database,
     postgres_connection,
+    postgres_store_url,
     require_postgres,
     restore_fixture,
 )
@@ -113,11 +113,7 @@ def fresh(backend_name: str, tmp_path: Path, pg_schema: str) -> Iterator[Databas
     """A database a store of this build created, beside the one under test."""
     schema = f"{pg_schema}_fresh" if pg_schema else ""
     path = tmp_path / "fresh.sqlite3"
-    if backend_name == "postgres":
-        separator = "&" if "?" in POSTGRES_URL else "?"
-        url = f"{POSTGRES_URL}{separator}schema={schema}"
-    else:
-        url = str(path)
+    url = postgres_store_url(schema) if backend_name == "postgres" else str(path)
     try:
         turnstore.open_blocking(url).close()
         yield Database(backend_name, path, schema)
@@ -269,9 +265,8 @@ def test_sqlite_and_postgres_have_the_same_tables_columns_keys_and_indexes(
     require_postgres()
     schema = f"test_{uuid.uuid4().hex}"
     path = tmp_path / "fresh.sqlite3"
-    separator = "&" if "?" in POSTGRES_URL else "?"
     try:
-        turnstore.open_blocking(f"{POSTGRES_URL}{separator}schema={schema}").close()
+        turnstore.open_blocking(postgres_store_url(schema)).close()
         turnstore.open_blocking(path).close()
         sqlite = _sqlite_shape(Database("sqlite", path, ""))
         postgres = _postgres_shape(Database("postgres", path, schema))

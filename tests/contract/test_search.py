@@ -371,14 +371,13 @@ def test_the_postgres_plans_walk_a_bounded_run_of_the_newest_items_then_read_the
     few hits), never by a walk of every item."""
     import uuid
 
-    from conftest import POSTGRES_URL, postgres_connection, require_postgres
+    from conftest import postgres_connection, postgres_store_url, require_postgres
     from turnstore.backends.postgres.engine import POSTGRES
     from turnstore.backends.sql.search import WALK_ITEMS, _rows
     from turnstore.rules.search import search_query
 
     require_postgres()
     schema = f"test_{uuid.uuid4().hex}"
-    separator = "&" if "?" in POSTGRES_URL else "?"
     # Big enough that no plan reads the whole table: the common term in one item of 13, the
     # rare one in the oldest item, below the walked run.
     items = [
@@ -387,7 +386,7 @@ def test_the_postgres_plans_walk_a_bounded_run_of_the_newest_items_then_read_the
     ]
     items[7]["content"] += " rarity"
     try:
-        url = f"{POSTGRES_URL}{separator}schema={schema}"
+        url = postgres_store_url(schema)
         with turnstore.open_blocking(url, index_in_background=False) as store:
             store.append_context("s", items)
             assert _ids(store.search(SearchRequest(query="rarity"))) == [("s", None, 7)]

@@ -20,7 +20,7 @@ from store_dumps import Dumper
 from transfer_corpus import TRICKY_TEXT, fill, table_counts
 
 import turnstore
-from conftest import POSTGRES_URL, postgres_connection, require_postgres
+from conftest import postgres_connection, postgres_store_url, require_postgres
 from turnstore import BlockingStore, Checkpoint, InvalidInput, SessionNotFound
 from turnstore.backends.sql.transfer_rows import DERIVED_TABLES, SESSION_TABLES, TABLES
 from turnstore.errors import SessionExists
@@ -39,8 +39,7 @@ def pg_url() -> Iterator[str]:
     """A URL of a fresh PostgreSQL schema, dropped afterwards."""
     require_postgres()
     schema = f"test_{uuid.uuid4().hex}"
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    yield f"{POSTGRES_URL}{separator}schema={schema}"
+    yield postgres_store_url(schema)
     with postgres_connection() as connection:
         connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
