@@ -27,11 +27,14 @@ How each number is obtained:
   release each runs --warmup seconds uncounted, then counts what completes in the next
   --seconds (CLOCK_MONOTONIC, one clock for every process of the machine), then stops.
 * reported per row: operations per second summed over the processes, p50/p99 of one
-  operation, the workers' CPU per operation, how busy the machine's CPUs were (/proc/stat)
-  and what that is per operation (server and PgBouncer included), WAL bytes per operation
+  operation, CPU per operation of the workers, of the whole machine (/proc/stat), of every
+  `postgres` process and of PgBouncer (/proc/PID/stat), WAL bytes per operation
   (`pg_current_wal_insert_lsn()`, server-wide: run it alone), all over the window; for the
   turnstore rows, the schema's size afterwards per save. With --rounds above 1 every row
   runs that many times, rounds interleaved, and the summary takes each row's median rate.
+  When the machine's CPUs are all busy, rates go as the inverse of the machine's CPU per
+  operation: the summary's "CPU-bound" columns give the targets' ratios of those, what the
+  targets could reach on this machine at all.
 
 A scratch database `bench_<random>` is created on the server and dropped at the end, one
 schema per turnstore row, one table per ceiling row.
@@ -256,6 +259,46 @@ class MachineCpu:
         return (total - idle) / total
 
 
+def program_cpu_s(name: str) -> dict[int, float] | None:
+    """CPU seconds (user + system) of every live process called `name`, by PID (/proc).
+
+    PostgreSQL runs a process per connection: compared across the window (`_per_op_us`),
+    what the server spent, other databases' sessions included (so the run must be alone).
+    """
+    found: dict[int, float] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    per_tick = 1 / os.sysconf("SC_CLK_TCK")
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                line = stat.read()
+        except OSError:
+            continue  # exited meanwhile
+        # The name is in parentheses and may hold spaces; the fields after it are numbers.
+        command, _, rest = line.partition(" (")[2].rpartition(")")
+        if command == name:
+            fields = rest.split()
+            found[int(entry)] = (int(fields[11]) + int(fields[12])) * per_tick  # utime, stime
+    return found
+
+
+def _per_op_us(
+    before: dict[int, float] | None, after: dict[int, float] | None, ops: int
+) -> float | None:
+    """CPU per operation of the processes alive at the window's end; one that started within
+    it counts whole, one that ended within it is missed (the workers' connections live
+    through it)."""
+    if before is None or after is None or not ops:
+        return None
+    spent = sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+    return spent / ops * 1e6
+
+
 def run_row(
     kind: str, via: str, url: str, processes: int, tag: str, args: argparse.Namespace, wal: PgWal
 ) -> dict[str, Any]:
@@ -280,8 +323,10 @@ def run_row(
         released = time.monotonic()
         _sleep_until(released + args.warmup)
         cpu_before, wal_before = MachineCpu.read(), wal.read()
+        server_before, pooler_before = program_cpu_s("postgres"), program_cpu_s("pgbouncer")
         _sleep_until(released + args.warmup + args.seconds)
         cpu_after, wal_after = MachineCpu.read(), wal.read()
+        server_after, pooler_after = program_cpu_s("postgres"), program_cpu_s("pgbouncer")
         tallies = _gather(results, processes, 60.0 + args.seconds)
     finally:
         for child in children:
@@ -311,6 +356,10 @@ def run_row(
         # workers' alike) per operation: what one more core would buy, when they are all busy.
         "machine_cpu_us_per_op": busy * (os.cpu_count() or 1) * args.seconds / ops * 1e6
         if busy is not None and ops
+        else None,
+        "server_cpu_us_per_op": _per_op_us(server_before, server_after, ops),
+        "pgbouncer_cpu_us_per_op": _per_op_us(pooler_before, pooler_after, ops)
+        if via == PGBOUNCER
         else None,
         "wal_bytes_per_op": (wal_after - wal_before) / ops if ops else None,
     }
@@ -358,6 +407,7 @@ def pooler_supported() -> bool:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every row, for every process count, rounds interleaved; returns the JSON document."""
     started = time.perf_counter()
+    environment = _environment(args.postgres_url)
     pooler_reason = _pooler_unavailable(args)
     database = ScratchDatabase(args.postgres_url)
     rows: list[dict[str, Any]] = []
@@ -409,7 +459,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "smoke": args.smoke,
             "pgbouncer": pooler_reason or "ran",
         },
-        "environment": _environment(args.postgres_url),
+        "environment": environment,
         "rows": rows,
         "summary": summarize(rows),
         "elapsed_s": time.perf_counter() - started,
@@ -471,12 +521,36 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     rates[f"{kind}_{via}"] = sorted(found)[len(found) // 2]
         ceiling, direct = rates.get("ceiling_direct"), rates.get("turnstore_direct")
         pooled = rates.get("turnstore_pgbouncer")
+        cpu = {
+            f"{kind}_{via}": _median_of(rows, processes, kind, via, "machine_cpu_us_per_op")
+            for kind in (CEILING, TURNSTORE)
+            for via in (DIRECT, PGBOUNCER)
+        }
         out[str(processes)] = {
             **rates,
             "vs_ceiling": direct / ceiling if direct and ceiling else None,
             "pgbouncer_vs_direct": pooled / direct if pooled and direct else None,
+            # When every CPU is busy, rates stand as the inverse of the machine's CPU per
+            # operation: the ratio a target could reach on this machine at all.
+            "cpu_bound_vs_ceiling": _ratio(cpu["ceiling_direct"], cpu["turnstore_direct"]),
+            "cpu_bound_pgbouncer": _ratio(cpu["turnstore_direct"], cpu["turnstore_pgbouncer"]),
         }
     return out
+
+
+def _median_of(
+    rows: list[dict[str, Any]], processes: int, kind: str, via: str, key: str
+) -> float | None:
+    found = sorted(
+        r[key]
+        for r in rows
+        if (r["processes"], r["kind"], r["via"]) == (processes, kind, via) and r[key] is not None
+    )
+    return found[len(found) // 2] if found else None
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return top / bottom if top and bottom else None
 
 
 def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -486,12 +560,30 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
     largest = max(summary, key=int)
     at = summary[largest]
     out = []
-    for name, measured, required in (
-        (f"{largest} processes / {largest}-client ceiling", at["vs_ceiling"], TARGET_VS_CEILING),
-        (f"{largest} processes: PgBouncer / direct", at["pgbouncer_vs_direct"], TARGET_POOLER),
+    for name, measured, required, bound in (
+        (
+            f"{largest} processes / {largest}-client ceiling",
+            at["vs_ceiling"],
+            TARGET_VS_CEILING,
+            at["cpu_bound_vs_ceiling"],
+        ),
+        (
+            f"{largest} processes: PgBouncer / direct",
+            at["pgbouncer_vs_direct"],
+            TARGET_POOLER,
+            at["cpu_bound_pgbouncer"],
+        ),
     ):
         status = "n/a" if measured is None else "PASS" if measured >= required else "MISS"
-        out.append({"name": name, "measured": measured, "required": required, "status": status})
+        out.append(
+            {
+                "name": name,
+                "measured": measured,
+                "required": required,
+                "status": status,
+                "cpu_bound": bound,
+            }
+        )
     return out
 
 
@@ -518,6 +610,10 @@ def _num(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def _progress(row: dict[str, Any]) -> str:
@@ -551,6 +647,8 @@ def render(doc: dict[str, Any]) -> str:
             "-" if row["p99_ms"] is None else f"{row['p99_ms']:.2f}",
             _num(row["client_cpu_us_per_op"]),
             _num(row["machine_cpu_us_per_op"]),
+            _num(row["server_cpu_us_per_op"]),
+            _num(row["pgbouncer_cpu_us_per_op"]),
             "-" if row["machine_busy"] is None else f"{row['machine_busy']:.0%}",
             _num(row["wal_bytes_per_op"]),
             _num(row.get("store_bytes_per_op")),
@@ -566,6 +664,8 @@ def render(doc: dict[str, Any]) -> str:
         "p99 ms",
         "workers µs/op",
         "machine µs/op",
+        "server µs/op",
+        "PgBouncer µs/op",
         "busy",
         "WAL B/op",
         "stored B/op",
@@ -575,10 +675,12 @@ def render(doc: dict[str, Any]) -> str:
             n,
             _num(s.get("ceiling_direct")),
             _num(s.get("turnstore_direct")),
-            "-" if s["vs_ceiling"] is None else f"{s['vs_ceiling']:.2f}x",
+            _times(s["vs_ceiling"]),
             _num(s.get("turnstore_pgbouncer")),
-            "-" if s["pgbouncer_vs_direct"] is None else f"{s['pgbouncer_vs_direct']:.2f}x",
+            _times(s["pgbouncer_vs_direct"]),
             _num(s.get("ceiling_pgbouncer")),
+            _times(s["cpu_bound_vs_ceiling"]),
+            _times(s["cpu_bound_pgbouncer"]),
         ]
         for n, s in doc["summary"].items()
     ]
@@ -590,12 +692,14 @@ def render(doc: dict[str, Any]) -> str:
         "via PgBouncer",
         "÷ direct",
         "ceiling via PgBouncer",
+        "CPU-bound: ÷ ceiling",
+        "÷ direct",
     ]
     lines = [
         header,
-        "Rows (ops: one-row commits for ceiling, saves for turnstore; CPU per op: the workers'"
-        " own, and the whole machine's, server included; busy: the machine's CPUs)\n"
-        + table(headers, rows),
+        "Rows (ops: one-row commits for ceiling, saves for turnstore; CPU per op: the"
+        " workers', the whole machine's, every postgres process's and PgBouncer's; busy: the"
+        " machine's CPUs)\n" + table(headers, rows),
         "Per process count\n" + table(summary_headers, summary),
     ]
     judged = targets(doc["summary"])
@@ -604,7 +708,8 @@ def render(doc: dict[str, Any]) -> str:
             "Targets\n"
             + "\n".join(
                 f"{t['name']}: {'-' if t['measured'] is None else format(t['measured'], '.2f')}"
-                f" (>= {t['required']:g}) {t['status']}"
+                f" (>= {t['required']:g}) {t['status']};"
+                f" the same ratio of the machine's CPU per operation: {_times(t['cpu_bound'])}"
                 for t in judged
             )
         )
