@@ -1,8 +1,8 @@
 """What telemetry costs a save: plain saves with it off, by default, and with the SDK.
 
 python -m bench.telemetry [--saves 100] [--rounds 60] [--backends sqlite,postgres]
-    [--faces blocking,async] [--postgres-url URL | --no-postgres] [--dir DIR]
-    [--json PATH] [--smoke]
+    [--faces blocking,async] [--span-processor simple|batch]
+    [--postgres-url URL | --no-postgres] [--dir DIR] [--json PATH] [--smoke]
 
 The targets (issue 33), per backend and face, from one run: the default row takes at most
 1.03x the time of the off row, the SDK row at most 1.10x.
@@ -20,6 +20,11 @@ The three rows, each a store opened once and kept for the whole run:
   `InMemoryMetricReader`, handed to the store with `turnstore.telemetry.override` (an
   application sets them globally instead, which adds one proxy call per span). The
   exporter is emptied after each round; the row reports the spans it received.
+  `--span-processor batch` puts a `BatchSpanProcessor` (what production configures)
+  in front of the exporter instead, for this row and the sampled one; each round then
+  ends with `force_flush` before its clock stops, so the export of the round's spans is
+  timed too (the processor's thread would export them later, competing for the GIL).
+  Both processors pass every span to the exporter; the run's JSON names the one used.
 * sampled (no target; what closes most of the sdk row's gap): as sdk, with the tracer
   provider sampling 1% of traces (`ParentBased(TraceIdRatioBased(0.01))`); every metric is
   still recorded.
@@ -88,11 +93,11 @@ class Row:
 class Sdk:
     """The SDK's providers with in-memory export: what the sdk row's store reports to."""
 
-    def __init__(self, sampled: float | None = None) -> None:
+    def __init__(self, sampled: float | None = None, processor: str = "simple") -> None:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
             InMemorySpanExporter,
         )
@@ -101,12 +106,18 @@ class Sdk:
         self.exporter = InMemorySpanExporter()
         sampler = None if sampled is None else ParentBased(TraceIdRatioBased(sampled))
         self.tracer_provider = TracerProvider(sampler=sampler)
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        kind = BatchSpanProcessor if processor == "batch" else SimpleSpanProcessor
+        self.tracer_provider.add_span_processor(kind(self.exporter))
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
+    def flush(self) -> None:
+        """Export what the span processor holds (nothing held by a simple one)."""
+        self.tracer_provider.force_flush()
+
     def drain(self) -> int:
         """Empty the exporter and collect the metrics; the spans it held."""
+        self.flush()
         spans = len(self.exporter.get_finished_spans())
         self.exporter.clear()
         self.reader.get_metrics_data()
@@ -172,23 +183,32 @@ def order(round_index: int) -> list[str]:
     return [*MODES[shift:], *MODES[:shift]]
 
 
-def blocking_round(row: Row, prefix: str, work: list[Turn]) -> float:
-    """Seconds per save of one round of blocking saves."""
+def blocking_round(
+    row: Row, prefix: str, work: list[Turn], flush: Callable[[], None] | None = None
+) -> float:
+    """Seconds per save of one round of blocking saves, `flush` (the span export a batch
+    processor holds) included."""
     saver = Saver(prefix)
     started = time.perf_counter()
     for index, turn in enumerate(work):
         checkpoint, items = saver.next(index, turn)
         row.store.save(checkpoint, transcript_delta=items)
+    if flush is not None:
+        flush()
     return (time.perf_counter() - started) / len(work)
 
 
-async def async_round(row: Row, prefix: str, work: list[Turn]) -> float:
-    """Seconds per save of one round of awaited async saves."""
+async def async_round(
+    row: Row, prefix: str, work: list[Turn], flush: Callable[[], None] | None = None
+) -> float:
+    """Seconds per save of one round of awaited async saves, `flush` included."""
     saver = Saver(prefix)
     started = time.perf_counter()
     for index, turn in enumerate(work):
         checkpoint, items = saver.next(index, turn)
         await row.store.save(checkpoint, transcript_delta=items)
+    if flush is not None:
+        flush()
     return (time.perf_counter() - started) / len(work)
 
 
@@ -204,7 +224,8 @@ def open_rows(face: str, urls: dict[str, str], sdks: dict[str, Sdk]) -> dict[str
 
 async def run_face(face: str, urls: dict[str, str], args: argparse.Namespace) -> dict[str, Row]:
     """Every round of one backend and face; the rows with their rounds."""
-    sdks = {"sdk": Sdk(), "sampled": Sdk(SAMPLED)}
+    processor = args.span_processor
+    sdks = {"sdk": Sdk(processor=processor), "sampled": Sdk(SAMPLED, processor)}
     rows = open_rows(face, urls, sdks)
     work = turns(args.saves)
     try:
@@ -212,10 +233,11 @@ async def run_face(face: str, urls: dict[str, str], args: argparse.Namespace) ->
             for mode in order(max(round_index, 0)):
                 row = rows[mode]
                 prefix = f"{mode}-r{round_index + 1}"
+                flush = sdks[mode].flush if mode in sdks and processor == "batch" else None
                 if face == "blocking":
-                    seconds = await asyncio.to_thread(blocking_round, row, prefix, work)
+                    seconds = await asyncio.to_thread(blocking_round, row, prefix, work, flush)
                 else:
-                    seconds = await async_round(row, prefix, work)
+                    seconds = await async_round(row, prefix, work, flush)
                 spans = sdks[mode].drain() if mode in sdks else 0
                 if round_index >= 0:
                     row.rounds.append(seconds)
@@ -349,6 +371,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "rounds": args.rounds,
             "turns_per_session": TURNS_PER_SESSION,
             "smoke": args.smoke,
+            "span_processor": args.span_processor,
             "targets": TARGETS,
         },
         "machine": {
@@ -377,7 +400,8 @@ def render(doc: dict[str, Any]) -> str:
         f" {doc['config']['saves']} plain saves per row, one writer"
         + (" [SMOKE: tiny sizes, numbers mean nothing]" if doc["config"]["smoke"] else ""),
         f"{machine['cores']} cores, Python {machine['python']}, OpenTelemetry SDK"
-        f" {machine['opentelemetry']}, SQLite files on {machine['sqlite_dir_filesystem']}",
+        f" {machine['opentelemetry']} ({doc['config']['span_processor']} span processor),"
+        f" SQLite files on {machine['sqlite_dir_filesystem']}",
         "",
         f"{'backend':<9} {'face':<9}"
         + "".join(f" {mode + ' ms':>8}" for mode in ("off", "dflt", "sdk", "1% smpl"))
@@ -400,6 +424,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--faces", type=_names(("blocking", "async")), default=["blocking", "async"]
+    )
+    parser.add_argument(
+        "--span-processor",
+        choices=("simple", "batch"),
+        default="simple",
+        help="the SDK rows' span processor (simple: exported as each span ends)",
     )
     parser.add_argument(
         "--postgres-url",
