@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -136,23 +137,29 @@ class Window:
         return self.start <= done < self.end
 
 
-def worker(job: Job, barrier: Any, results: Any) -> None:
-    """A child process's entry point: run `job`, put its Tally (or its error) on `results`."""
+def worker(job: Job, barrier: Any, finish: Any, results: Any) -> None:
+    """A child process's entry point: run `job`, put its Tally (or its error) on `results`.
+
+    `barrier` starts the window in every process at once; `finish` holds each process, its
+    connections open, until the parent has read the window's end: a server process that
+    exited before that read would take its CPU seconds with it.
+    """
     try:
         tally = (
-            asyncio.run(_turnstore(job, barrier))
+            asyncio.run(_turnstore(job, barrier, finish))
             if job.kind == TURNSTORE
-            else _ceiling(job, barrier)
+            else _ceiling(job, barrier, finish)
         )
     except BaseException as error:
         # Release the others (and the parent) at once instead of leaving them at the barrier.
         barrier.abort()
+        finish.abort()
         results.put(asdict(Tally(job.index, error=f"{type(error).__name__}: {error}")))
         return
     results.put(asdict(tally))
 
 
-def _ceiling(job: Job, barrier: Any) -> Tally:
+def _ceiling(job: Job, barrier: Any, finish: Any) -> Tally:
     import psycopg
 
     # Through a transaction pooler no statement may be prepared by name (PgBouncer 1.18
@@ -177,11 +184,12 @@ def _ceiling(job: Job, barrier: Any) -> Tally:
             if window.counts(done):
                 tally.ops += 1
                 tally.latencies_s.append(done - began)
+        finish.wait(START_TIMEOUT_S)
     tally.cpu_s = window.cpu_s
     return tally
 
 
-async def _turnstore(job: Job, barrier: Any) -> Tally:
+async def _turnstore(job: Job, barrier: Any, finish: Any) -> Tally:
     import turnstore
     from turnstore import Checkpoint, SessionContext
 
@@ -230,6 +238,7 @@ async def _turnstore(job: Job, barrier: Any) -> Tally:
                 tally.ops += 1
                 tally.latencies_s.append(done - began)
         tally.cpu_s = window.cpu_s
+        await asyncio.to_thread(finish.wait, START_TIMEOUT_S)
     finally:
         await store.close()
     return tally
@@ -304,13 +313,15 @@ def run_row(
 ) -> dict[str, Any]:
     """Start `processes` workers on `url`, release them together, gather their tallies."""
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(processes + 1)
+    barrier, finish = context.Barrier(processes + 1), context.Barrier(processes + 1)
     results = context.Queue()
     jobs = [
         Job(kind, url, index, tag, args.sessions, args.warmup, args.seconds, via == PGBOUNCER)
         for index in range(processes)
     ]
-    children = [context.Process(target=worker, args=(job, barrier, results)) for job in jobs]
+    children = [
+        context.Process(target=worker, args=(job, barrier, finish, results)) for job in jobs
+    ]
     for child in children:
         child.start()
     tallies: list[dict[str, Any]] = []
@@ -327,6 +338,8 @@ def run_row(
         _sleep_until(released + args.warmup + args.seconds)
         cpu_after, wal_after = MachineCpu.read(), wal.read()
         server_after, pooler_after = program_cpu_s("postgres"), program_cpu_s("pgbouncer")
+        with contextlib.suppress(threading.BrokenBarrierError):  # a worker failed: see below
+            finish.wait(START_TIMEOUT_S)
         tallies = _gather(results, processes, 60.0 + args.seconds)
     finally:
         for child in children:
