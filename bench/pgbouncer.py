@@ -94,8 +94,9 @@ class PgBouncer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"pgbouncer exited at start: {self.log()}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.2
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
             ):
                 return
             time.sleep(0.05)
