@@ -42,7 +42,12 @@ def _free_port() -> int:
 
 def _config(upstream: Any, port: int, folder: Path, pool_size: int) -> str:
     host = upstream.hostname or "127.0.0.1"
+    database = upstream.path.lstrip("/") or "postgres"
+    # The URL's database by name, any other through the wildcard: a database the wildcard
+    # made is dropped whole by KILL ("database removed" to every new client for a while),
+    # where a named one waits for RESUME, as a production configuration's would.
     return f"""[databases]
+{database} = host={host} port={upstream.port or 5432} dbname={database}
 * = host={host} port={upstream.port or 5432}
 
 [pgbouncer]
