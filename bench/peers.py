@@ -32,6 +32,23 @@ CATALOG_PAGE = 20
 """Sessions per catalog page."""
 
 
+def first_checkpoint(session: str, turn: Turn) -> Checkpoint:
+    """A new session's checkpoint, at sequence 0, named by its first turn's user text."""
+    return Checkpoint(
+        session_id=session,
+        session_context=SessionContext(owner_id="bench", origin_label="bench"),
+        first_user_message=turn.user_text[:200],
+    )
+
+
+def advance(checkpoint: Checkpoint, turn: Turn) -> Checkpoint:
+    """`checkpoint` at its next sequence: context grown by the turn's items, its loop state."""
+    checkpoint.sequence += 1
+    checkpoint.context.extend(turn.items)
+    checkpoint.metadata = {"loop_state": turn.state}
+    return checkpoint
+
+
 class Peer:
     """The interface every adapter implements; a None read means the peer has no such API."""
 
@@ -114,15 +131,8 @@ class TurnstorePeer(Peer):
         """The session's checkpoint at the next sequence: context grown by the turn's items."""
         checkpoint = self._checkpoints.get(session)
         if checkpoint is None:
-            checkpoint = self._checkpoints[session] = Checkpoint(
-                session_id=session,
-                session_context=SessionContext(owner_id="bench", origin_label="bench"),
-                first_user_message=turn.user_text[:200],
-            )
-        checkpoint.sequence += 1
-        checkpoint.context.extend(turn.items)
-        checkpoint.metadata = {"loop_state": turn.state}
-        return checkpoint
+            checkpoint = self._checkpoints[session] = first_checkpoint(session, turn)
+        return advance(checkpoint, turn)
 
     async def save_turn(self, session: str, turn: Turn) -> None:
         checkpoint = self.next_checkpoint(session, turn)

@@ -191,7 +191,8 @@ def _ceiling(job: Job, barrier: Any, finish: Any) -> Tally:
 
 async def _turnstore(job: Job, barrier: Any, finish: Any) -> Tally:
     import turnstore
-    from turnstore import Checkpoint, SessionContext
+    from bench.peers import advance, first_checkpoint
+    from turnstore import Checkpoint
 
     # One set of 50 turns reused by every session of this process: the store sees the same
     # bytes a turn either way, and generating text inside the window would cost CPU.
@@ -201,21 +202,14 @@ async def _turnstore(job: Job, barrier: Any, finish: Any) -> Tally:
 
     def fresh(slot: int) -> Checkpoint:
         generation[slot] += 1
-        return Checkpoint(
-            session_id=f"{job.tag}-p{job.index}-s{slot}-g{generation[slot]}",
-            session_context=SessionContext(owner_id="bench", origin_label="bench"),
-            first_user_message=turns[0].user_text[:200],
-        )
+        return first_checkpoint(f"{job.tag}-p{job.index}-s{slot}-g{generation[slot]}", turns[0])
 
     async def save(slot: int) -> None:
         checkpoint = checkpoints[slot]
         if checkpoint.sequence == TURNS_PER_SESSION:
             checkpoint = checkpoints[slot] = fresh(slot)
         turn = turns[checkpoint.sequence]
-        checkpoint.sequence += 1
-        checkpoint.context.extend(turn.items)
-        checkpoint.metadata = {"loop_state": turn.state}
-        await store.save(checkpoint, turn.items)
+        await store.save(advance(checkpoint, turn), turn.items)
 
     tally = Tally(job.index)
     store = turnstore.open(job.url, index_in_background=False)

@@ -22,10 +22,10 @@ from typing import Any
 import msgspec
 
 import turnstore
-from bench.peers import Peer, durable_sqlite, sqlite_files_size
+from bench.peers import Peer, durable_sqlite, first_checkpoint, sqlite_files_size
 from bench.turn_events import TurnEvents
 from bench.workload import Turn, compact
-from turnstore import Checkpoint, SessionContext
+from turnstore import Checkpoint
 
 _WRITTEN = (
     "latest_sequence, checkpoint_state_json, context_epoch, context_length, context_tail,"
@@ -107,11 +107,7 @@ class SameWorkPeer(Peer):
     def _session(self, session: str, turn: Turn) -> _Session:
         found = self._sessions.get(session)
         if found is None:
-            checkpoint = Checkpoint(
-                session_id=session,
-                session_context=SessionContext(owner_id="bench", origin_label="bench"),
-                first_user_message=turn.user_text[:200],
-            )
+            checkpoint = first_checkpoint(session, turn)
             state = msgspec.to_builtins(checkpoint)
             state["context"] = []
             found = self._sessions[session] = _Session(state)

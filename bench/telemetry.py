@@ -59,9 +59,10 @@ from pathlib import Path
 from typing import Any
 
 import turnstore
+from bench.peers import advance, first_checkpoint
 from bench.postgres import DEFAULT_URL, ScratchDatabase, unavailable
 from bench.workload import Turn, make_turn
-from turnstore import Checkpoint, SessionContext, telemetry
+from turnstore import Checkpoint, telemetry
 
 SEED = 20_240_601
 """The workload's seed: every row saves the same bytes."""
@@ -161,15 +162,8 @@ class Saver:
         session = f"{self.prefix}-{index // TURNS_PER_SESSION}"
         checkpoint = self.checkpoints.get(session)
         if checkpoint is None:
-            checkpoint = self.checkpoints[session] = Checkpoint(
-                session_id=session,
-                session_context=SessionContext(owner_id="bench", origin_label="bench"),
-                first_user_message=turn.user_text[:200],
-            )
-        checkpoint.sequence += 1
-        checkpoint.context.extend(turn.items)
-        checkpoint.metadata = {"loop_state": turn.state}
-        return checkpoint, turn.items
+            checkpoint = self.checkpoints[session] = first_checkpoint(session, turn)
+        return advance(checkpoint, turn), turn.items
 
 
 def turns(count: int) -> list[Turn]:
