@@ -14,6 +14,7 @@ REQUIRED = (
     "CHANGELOG.md",
     "README.md",
     "mkdocs.yml",
+    "constraints.txt",
     "docs/index.md",
     "tests/fixtures/schema_v2.sqlite3",
 )
