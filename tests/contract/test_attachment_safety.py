@@ -33,9 +33,9 @@ from conftest import postgres_connection
 from turnstore import FileAttachmentStore
 from turnstore.attachments import TEMPORARY_PREFIX
 from turnstore.backends.postgres import schema as postgres_schema
-from turnstore.backends.sql.attachments import AttachmentSql
 from turnstore.backends.sqlite import schema as sqlite_schema
 from turnstore.records import AttachmentIntent
+from turnstore.scripts.attachments import AttachmentSql
 
 
 def intent(attachment_id: str, session_id: str, uri: str, at_ms: int = 1) -> AttachmentIntent:

@@ -54,7 +54,7 @@ from turnstore import (
     SessionContext,
     TimestampedEvent,
 )
-from turnstore.backends.sql.engine import Dialect, Query, Statements
+from turnstore.engine.protocol import Dialect, Query, Statements
 from turnstore.events import (
     AgentMessageContentDeltaEvent,
     AgentReasoningContentDeltaEvent,
@@ -189,12 +189,12 @@ def _dialect(backend: str) -> Dialect:
 
 
 def statement_sql(backend: str, name: str) -> str:
-    """The SQL text of statement `module.attribute` of `turnstore.backends.sql`, for `backend`.
+    """The SQL text of statement `module.attribute` of `turnstore.scripts`, for `backend`.
 
     Each module there keeps one `Statements` table; the dialect formats it once.
     """
     module_name, _, attribute = name.partition(".")
-    module = importlib.import_module(f"turnstore.backends.sql.{module_name}")
+    module = importlib.import_module(f"turnstore.scripts.{module_name}")
     (table,) = [
         value
         for value in vars(module).values()

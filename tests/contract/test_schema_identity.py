@@ -144,7 +144,7 @@ def test_a_database_migrated_from_a_fixture_has_the_schema_of_a_fresh_one(
         assert migrated[part] == rows, part
 
 
-# SQLite and PostgreSQL, compared table by table: both render `backends/sql/ddl.py`, so this
+# SQLite and PostgreSQL, compared table by table: both render `schema/ddl.py`, so this
 # holds the dialect words to their meaning. Defaults and CHECKs are left out on purpose:
 # SQLite's creation times default to `unixepoch()` where PostgreSQL's statements stamp them,
 # and SQLite's flags carry a CHECK (0 or 1) that PostgreSQL's BOOLEAN needs no more.

@@ -164,7 +164,7 @@ async def test_pages_follow_by_cursor_newest_first_and_best_first(store, monkeyp
 
     With a walk of 2 items, PostgreSQL's pages cross from the walked run to the GIN index.
     """
-    monkeypatch.setattr("turnstore.backends.sql.search.WALK_ITEMS", walk)
+    monkeypatch.setattr("turnstore.scripts.search.WALK_ITEMS", walk)
     items = [{"role": "user", "content": f"ping number {n}" + " ping" * (n % 3)} for n in range(7)]
     for n, item in enumerate(items):
         await store.append_context(f"s{n}", [item], None)
@@ -295,9 +295,9 @@ def test_the_sqlite_newest_first_plan_walks_the_text_index_in_order(tmp_path):
         opened.append_context("s", [{"role": "user", "content": "hello"}])
     import sqlite3
 
-    from turnstore.backends.sql.search import _rows
     from turnstore.backends.sqlite.engine import SQLITE
     from turnstore.rules.search import search_query
+    from turnstore.scripts.search import _rows
 
     class Recorder:
         dialect = SQLITE
@@ -373,8 +373,8 @@ def test_the_postgres_plans_walk_a_bounded_run_of_the_newest_items_then_read_the
 
     from conftest import postgres_connection, postgres_store_url, require_postgres
     from turnstore.backends.postgres.engine import POSTGRES
-    from turnstore.backends.sql.search import WALK_ITEMS, _rows
     from turnstore.rules.search import search_query
+    from turnstore.scripts.search import WALK_ITEMS, _rows
 
     require_postgres()
     schema = f"test_{uuid.uuid4().hex}"

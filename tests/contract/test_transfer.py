@@ -22,8 +22,8 @@ from transfer_corpus import TRICKY_TEXT, fill, table_counts
 import turnstore
 from conftest import postgres_connection, postgres_store_url, require_postgres
 from turnstore import BlockingStore, Checkpoint, InvalidInput, SessionNotFound
-from turnstore.backends.sql.transfer_rows import DERIVED_TABLES, SESSION_TABLES, TABLES
 from turnstore.errors import SessionExists
+from turnstore.scripts.transfer_rows import DERIVED_TABLES, SESSION_TABLES, TABLES
 from turnstore.transfer import copy_store, export_jsonl, import_jsonl
 
 

@@ -236,8 +236,8 @@ def test_migrate_lists_then_runs_the_steps_of_an_older_database(
 def test_every_schema_version_has_a_step_summary() -> None:
     """SCHEMA_STEPS describes each migration of both backends."""
     from turnstore.backends.postgres.schema import MIGRATIONS as POSTGRES
-    from turnstore.backends.sql.versions import SCHEMA_STEPS
     from turnstore.backends.sqlite.schema import MIGRATIONS as SQLITE
+    from turnstore.schema.versions import SCHEMA_STEPS
 
     assert len(SCHEMA_STEPS) == len(SQLITE) == len(POSTGRES)
 

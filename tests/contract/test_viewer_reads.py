@@ -11,8 +11,8 @@ from store_dumps import dump_database
 
 import turnstore
 from turnstore import ActiveExecution, Checkpoint, SessionContext, SessionPageRequest
-from turnstore.backends.sql import sessions as sql_sessions
 from turnstore.records import ForkTree, SessionCursor
+from turnstore.scripts import sessions as sql_sessions
 
 # --- helpers ----------------------------------------------------------------------------------
 

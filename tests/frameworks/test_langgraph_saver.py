@@ -182,7 +182,7 @@ def test_a_branch_shares_the_prefix_and_stays_exact(saver, database):
 
 
 def test_a_deep_chain_of_branches_is_flattened_and_exact(saver, database):
-    from turnstore.backends.sql.langgraph import MAX_DEPTH
+    from turnstore.scripts.langgraph import MAX_DEPTH
 
     graph = build(saver)
     graph.invoke(user("d", 0), config("d"))

@@ -82,7 +82,7 @@ def test_a_new_async_face_is_picked_up_without_editing_the_tool(
     (faces / "aio_extra.py").write_text(
         '"""The async extra face, `Extra`."""\n\n'
         "from turnstore.faces.aio_store import Store\n"
-        "from turnstore.steps import AsyncDriver\n\n\n"
+        "from turnstore.drivers.steps import AsyncDriver\n\n\n"
         "class Extra:\n"
         '    """The async extra."""\n\n'
         "    def __init__(self, store: Store, driver: AsyncDriver) -> None:\n"

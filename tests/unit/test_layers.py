@@ -149,22 +149,45 @@ def _strings(tree: ast.Module) -> list[str]:
     ]
 
 
-def _sql_outside_backends() -> list[str]:
+SQL_HOMES = ("turnstore.engine", "turnstore.scripts", "turnstore.schema", "turnstore.backends")
+"""Where SQL lives: the engine protocol's statement builders, the transaction scripts and the
+schema (written once), and each database's own statements in its backend."""
+
+
+def _sql_outside_its_homes() -> list[str]:
     return [
         f"SQL in {module}: {text.strip()[:60]!r}"
         for module, tree in _trees().items()
-        if not module.startswith("turnstore.backends")
+        if not module.startswith(SQL_HOMES)
         for text in _strings(tree)
         if SQL.match(text)
     ]
 
 
-def test_only_backends_hold_sql() -> None:
-    """No string outside backends/ reads like a SQL statement: SQL has one home."""
+def test_only_the_sql_homes_hold_sql() -> None:
+    """No string outside engine/, scripts/, schema/ and backends/ reads like a SQL statement."""
     # The detector is live: it does see the statements where they belong.
-    sessions = _strings(_trees()["turnstore.backends.sql.sessions"])
+    sessions = _strings(_trees()["turnstore.scripts.sessions"])
     assert any(SQL.match(text) for text in sessions)
-    breaches = _breaches(_sql_outside_backends())
+    breaches = _breaches(_sql_outside_its_homes())
+    assert not breaches, breaches
+
+
+def _crossings(graph: dict[str, set[str]], low: str, high: str) -> list[str]:
+    """Imports between two packages that must not know each other, either way."""
+    return [
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if (_within(module, low) and _within(target, high))
+        or (_within(module, high) and _within(target, low))
+    ]
+
+
+def test_scripts_and_backends_do_not_import_each_other() -> None:
+    """The transaction scripts are written once for every database, and a database knows no
+    script: both stand on the engine protocol (`engine/`), so a third database adds files."""
+    breaches = _breaches(_crossings(_imports(), "turnstore.scripts", "turnstore.backends"))
     assert not breaches, breaches
 
 

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import pytest
 
-from turnstore.backends.sql.engine import (
+from turnstore.engine.protocol import (
     Dialect,
     Query,
     Statements,
@@ -119,8 +119,8 @@ def test_update_refuses_an_expression_for_no_field_and_keys_that_leave_nothing()
 
 def test_rows_spliced_from_records_line_up_with_the_insert() -> None:
     """The LangGraph writes spliced from its records' rows keep their fields in column order."""
-    from turnstore.backends.sql.langgraph import BlobInsert, WriteInsert
     from turnstore.records.langgraph import BlobWrite, WriteRow
+    from turnstore.scripts.langgraph import BlobInsert, WriteInsert
 
     assert WriteInsert._fields[3:] == WriteRow._fields
     assert BlobInsert._fields[2:6] == BlobWrite._fields

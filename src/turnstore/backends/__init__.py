@@ -1,3 +1,3 @@
-"""Internal: storage backends; each holds only SQL, connections and transactions."""
+"""Internal: the two databases: connections, dialects, DDL rendering, migrations, upkeep."""
 
 __all__: list[str] = []

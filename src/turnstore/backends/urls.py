@@ -6,11 +6,11 @@ import os
 import re
 from pathlib import Path
 
-from turnstore.backends.sql.engine import Engine
-from turnstore.backends.sql.versions import SCHEMA_STEPS
 from turnstore.backends.sqlite.options import check_name
+from turnstore.engine.protocol import Engine
 from turnstore.errors import ConfigError, SchemaError
 from turnstore.records.upkeep import MigrationReport, MigrationStep
+from turnstore.schema.versions import SCHEMA_STEPS
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _MISTYPED_URL = re.compile(

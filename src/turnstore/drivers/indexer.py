@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from turnstore.backends.sql import search
-from turnstore.backends.sql.engine import Engine
+from turnstore.engine.protocol import Engine
 from turnstore.errors import StoreClosed, TurnstoreError
+from turnstore.scripts import search
 
 INTERVAL_S = 0.2
 """How often the indexer looks for commits to index."""

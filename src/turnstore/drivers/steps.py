@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from turnstore import telemetry
-from turnstore.backends.sql.engine import Engine, Tx
-from turnstore.backends.sql.indexer import SearchIndexer
+from turnstore.drivers.indexer import SearchIndexer
+from turnstore.engine.protocol import Engine, Tx
 from turnstore.errors import StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
 

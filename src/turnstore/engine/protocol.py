@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 from turnstore.records.base import WriterStats
 
 if TYPE_CHECKING:
-    from turnstore.backends.sql.waiters import EventWatch
+    from turnstore.engine.waiters import EventWatch
 
 T = TypeVar("T")
 R = TypeVar("R", bound=tuple[Any, ...])

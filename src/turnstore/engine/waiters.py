@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterable
 
 from turnstore.errors import StoreClosed
 
+ReadMarks = Callable[[list[str]], dict[str, int]]
+"""Reads the event high-water marks of the present sessions among the ids given."""
+
 
 class Waiter:
     """One `wait_for_events` call: woken, from any thread, when its session may have moved."""
@@ -82,8 +85,11 @@ class EventWatch:
         self._started = False
         self._closed = False
 
-    def register(self, session_id: str, after: int) -> Waiter:
-        """A new waiter for `session_id`; the first one starts the backend's listening."""
+    def register(self, session_id: str, after: int, read_marks: ReadMarks) -> Waiter:
+        """A new waiter for `session_id`; the first one starts the backend's listening.
+
+        `read_marks` is how the operation above reads high-water marks, for a backend that
+        polls for other processes' commits (the engine holds no transaction script)."""
         waiter = Waiter(session_id, after)
         with self._lock:
             if self._closed:
@@ -91,7 +97,7 @@ class EventWatch:
             self._waiters.setdefault(session_id, set()).add(waiter)
             start, self._started = not self._started, True
         if start:
-            self._start()
+            self._start(read_marks)
         return waiter
 
     def unregister(self, waiter: Waiter) -> None:
@@ -143,7 +149,7 @@ class EventWatch:
         with self._lock:
             return [waiter for found in self._waiters.values() for waiter in found]
 
-    def _start(self) -> None:
+    def _start(self, read_marks: ReadMarks) -> None:
         """Begin hearing of commits other stores make (a backend's listener or poll loop)."""
 
     def _publish(self, session_ids: list[str]) -> None:

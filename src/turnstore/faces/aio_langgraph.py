@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from turnstore.drivers.steps import AsyncDriver
 from turnstore.ops import langgraph as langgraph_ops
 from turnstore.records.langgraph import (
     CheckpointRow,
@@ -19,7 +20,6 @@ from turnstore.records.langgraph import (
     SearchQuery,
     WritesRequest,
 )
-from turnstore.steps import AsyncDriver
 
 
 class LangGraphTables:

@@ -6,6 +6,7 @@ Written by hand; `tools/async_to_sync.py` generates `turnstore.faces.blocking_ru
 
 from __future__ import annotations
 
+from turnstore.drivers.steps import AsyncDriver
 from turnstore.ops import runtime as runtime_ops
 from turnstore.records.runtime import (
     AttachmentIntent,
@@ -26,7 +27,6 @@ from turnstore.records.runtime import (
     VacuumReport,
 )
 from turnstore.rules.runtime import DURABILITY_TIER
-from turnstore.steps import AsyncDriver
 
 
 class RuntimeStore:

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from turnstore.backends.sql.engine import Engine
 from turnstore.backends.urls import open_engine
+from turnstore.drivers.steps import AsyncDriver, session_of
+from turnstore.engine.protocol import Engine
 from turnstore.faces.aio_langgraph import LangGraphTables
 from turnstore.faces.aio_runtime import RuntimeStore
 from turnstore.faces.aio_upkeep import Upkeep
@@ -41,7 +42,6 @@ from turnstore.records.conversation import ConversationPage, ConversationRequest
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.validation import validate_session_id
-from turnstore.steps import AsyncDriver, session_of
 
 
 def open(

@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import IO
 
+from turnstore.drivers.steps import AsyncDriver
 from turnstore.ops import runtime as runtime_ops
 from turnstore.ops import upkeep as upkeep_ops
 from turnstore.ops.upkeep import MAX_LINE_BYTES
@@ -26,7 +27,6 @@ from turnstore.records.upkeep import (
     TransferReport,
     VacuumDatabaseReport,
 )
-from turnstore.steps import AsyncDriver
 
 
 class Upkeep:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from turnstore.drivers.steps import BlockingDriver
 from turnstore.ops import langgraph as langgraph_ops
 from turnstore.records.langgraph import (
     CheckpointRow,
@@ -17,7 +18,6 @@ from turnstore.records.langgraph import (
     SearchQuery,
     WritesRequest,
 )
-from turnstore.steps import BlockingDriver
 
 
 class BlockingLangGraphTables:

@@ -5,6 +5,7 @@ Generated from `turnstore.faces.aio_runtime` by `tools/async_to_sync.py`; do not
 
 from __future__ import annotations
 
+from turnstore.drivers.steps import BlockingDriver
 from turnstore.ops import runtime as runtime_ops
 from turnstore.records.runtime import (
     AttachmentIntent,
@@ -25,7 +26,6 @@ from turnstore.records.runtime import (
     VacuumReport,
 )
 from turnstore.rules.runtime import DURABILITY_TIER
-from turnstore.steps import BlockingDriver
 
 
 class BlockingRuntimeStore:

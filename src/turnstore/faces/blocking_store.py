@@ -10,8 +10,9 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from turnstore.backends.sql.engine import Engine
 from turnstore.backends.urls import open_engine
+from turnstore.drivers.steps import BlockingDriver, session_of
+from turnstore.engine.protocol import Engine
 from turnstore.faces.blocking_langgraph import BlockingLangGraphTables
 from turnstore.faces.blocking_runtime import BlockingRuntimeStore
 from turnstore.faces.blocking_upkeep import BlockingUpkeep
@@ -39,7 +40,6 @@ from turnstore.records.conversation import ConversationPage, ConversationRequest
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.validation import validate_session_id
-from turnstore.steps import BlockingDriver, session_of
 
 
 def open_blocking(

@@ -12,11 +12,11 @@ import os
 from types import TracebackType
 from typing import Self
 
-from turnstore.backends.sql.engine import Engine
 from turnstore.backends.urls import open_engine
+from turnstore.drivers.steps import AsyncDriver, BlockingDriver
+from turnstore.engine.protocol import Engine
 from turnstore.faces.aio_store import Store
 from turnstore.faces.blocking_store import BlockingStore
-from turnstore.steps import AsyncDriver, BlockingDriver
 
 
 class Shared:

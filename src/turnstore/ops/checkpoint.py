@@ -5,16 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from turnstore.backends.sql import (
-    checkpoints,
-    context_items,
-    conversations,
-    journals,
-    search,
-    sessions,
-    transfer,
-)
-from turnstore.backends.sql.engine import Tx
+from turnstore.drivers.steps import Steps, origin, read, write
+from turnstore.engine.protocol import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
     ContextWindow,
@@ -57,7 +49,15 @@ from turnstore.rules.saves import (
 from turnstore.rules.search import search_query
 from turnstore.rules.validation import validate_session_id, validate_session_ids
 from turnstore.rules.values import collection, encoded_text, json_value, require, text
-from turnstore.steps import Steps, origin, read, write
+from turnstore.scripts import (
+    checkpoints,
+    context_items,
+    conversations,
+    journals,
+    search,
+    sessions,
+    transfer,
+)
 
 T = TypeVar("T")
 

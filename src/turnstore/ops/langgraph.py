@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from turnstore.backends.sql import checkpoints, sessions
-from turnstore.backends.sql import langgraph as scripts
-from turnstore.backends.sql import langgraph_upkeep as upkeep
-from turnstore.backends.sql.engine import Tx
+from turnstore.drivers.steps import Steps, read, write
+from turnstore.engine.protocol import Tx
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
@@ -28,7 +26,9 @@ from turnstore.rules.validation import (
     validate_session_id,
     validate_session_ids,
 )
-from turnstore.steps import Steps, read, write
+from turnstore.scripts import checkpoints, sessions
+from turnstore.scripts import langgraph as scripts
+from turnstore.scripts import langgraph_upkeep as upkeep
 
 
 def _checked_put(request: PutRequest) -> PutRequest:

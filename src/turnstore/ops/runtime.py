@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from turnstore import telemetry
-from turnstore.backends.sql import attachments, queue, runtime_commit, runtime_reads, runtime_upkeep
+from turnstore.drivers.steps import Steps, call, read, write
 from turnstore.errors import InvalidInput
 from turnstore.records.runtime import (
     ActivePath,
@@ -41,7 +41,7 @@ from turnstore.rules.queue import (
 from turnstore.rules.runtime import check_binding, prepare_commit
 from turnstore.rules.validation import identifier, validate_session_id
 from turnstore.rules.values import checked, nonblank_list, storage_integer, text
-from turnstore.steps import Steps, call, read, write
+from turnstore.scripts import attachments, queue, runtime_commit, runtime_reads, runtime_upkeep
 
 logger = logging.getLogger("turnstore.runtime")
 

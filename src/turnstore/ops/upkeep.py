@@ -9,17 +9,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import IO, get_args
 
-from turnstore.backends.sql import runtime_upkeep, search, stored_rows, transfer, upkeep
-from turnstore.backends.sql.engine import Engine, Tx
-from turnstore.backends.sql.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
-from turnstore.backends.sql.transfer import LineSource
-from turnstore.backends.sql.transfer_rows import (
-    ENCODER,
-    FORMAT_VERSION,
-    ExportEnd,
-    ExportHeader,
-    TreeHeader,
-)
+from turnstore.drivers.steps import Steps, call, read, write
+from turnstore.engine.protocol import Engine, Tx
 from turnstore.errors import InvalidInput
 from turnstore.records.search import ReindexProgress
 from turnstore.records.upkeep import (
@@ -35,7 +26,16 @@ from turnstore.records.upkeep import (
 )
 from turnstore.rules.validation import check_input, validate_session_id, validate_session_ids
 from turnstore.rules.values import text
-from turnstore.steps import Steps, call, read, write
+from turnstore.scripts import runtime_upkeep, search, stored_rows, transfer, upkeep
+from turnstore.scripts.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
+from turnstore.scripts.transfer import LineSource
+from turnstore.scripts.transfer_rows import (
+    ENCODER,
+    FORMAT_VERSION,
+    ExportEnd,
+    ExportHeader,
+    TreeHeader,
+)
 
 _CONFLICTS = get_args(OnConflict)
 

@@ -6,13 +6,13 @@ import time
 from functools import partial
 from typing import cast
 
-from turnstore.backends.sql import watch
-from turnstore.backends.sql.engine import Engine
+from turnstore.drivers.steps import Steps, origin, pause, read
+from turnstore.engine.protocol import Engine
 from turnstore.errors import StoreClosed
 from turnstore.records.checkpoint import EventPage
 from turnstore.rules.validation import validate_session_id
 from turnstore.rules.watch import after_query, event_cursor, wait_timeout
-from turnstore.steps import Steps, origin, pause, read
+from turnstore.scripts import watch
 
 
 def events_after(session_id: str, after_sequence: int, limit: int) -> Steps[EventPage]:
@@ -30,7 +30,9 @@ def wait_for_events(session_id: str, after_sequence: int, timeout: float) -> Ste
     hub = engine.watch()
     # Registered before the first read: a commit after that read wakes this waiter, so no
     # event falls between the read and the sleep.
-    waiter = hub.register(session_id, after)
+    waiter = hub.register(
+        session_id, after, lambda ids: engine.read(lambda tx: watch.latest_marks(tx, ids))
+    )
     try:
         while True:
             waiter.clear()

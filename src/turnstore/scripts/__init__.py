@@ -1,1 +1,3 @@
-"""The SQL of both contracts, written once: each module one idea, with its statements as data."""
+"""Internal: the transaction scripts: each operation's SQL, written once for every backend."""
+
+__all__: list[str] = []

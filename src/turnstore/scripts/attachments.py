@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Statements, Tx, insert, select
+from turnstore.engine.protocol import Statements, Tx, insert, select
 from turnstore.errors import InvalidInput
 from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
 from turnstore.rules.validation import identifier, identifiers
+from turnstore.scripts import sessions
 
 
 class AttachmentOwner(NamedTuple):

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from turnstore.backends.sql import journals, search_cuts, sessions
-from turnstore.backends.sql.engine import Statements, Tx, insert, select
-from turnstore.backends.sql.sessions import Branch
+from turnstore.engine.protocol import Statements, Tx, insert, select
 from turnstore.errors import (
     CorruptRecord,
     InvalidInput,
@@ -29,6 +27,8 @@ from turnstore.rules.journal import EventWrite
 from turnstore.rules.saves import PreparedFork, PreparedSave
 from turnstore.rules.search import CHECKPOINT_KIND, indexes_context
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
+from turnstore.scripts import journals, search_cuts, sessions
+from turnstore.scripts.sessions import Branch
 
 
 class LockedSession(NamedTuple):

@@ -12,16 +12,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.backends.sql import search_cuts, sessions
-from turnstore.backends.sql.checkpoints import (
-    CheckpointSql,
-    ChunkInsert,
-    StateWrite,
-    StoredChunk,
-    TranscriptInsert,
-    insert_items,
-)
-from turnstore.backends.sql.engine import Statements, Tx, select, update
+from turnstore.engine.protocol import Statements, Tx, select, update
 from turnstore.errors import (
     CorruptRecord,
     InvalidInput,
@@ -34,6 +25,15 @@ from turnstore.records.checkpoint import Checkpoint, ContextWindow
 from turnstore.rules.context import digest, plan_context_write
 from turnstore.rules.saves import PreparedAppend
 from turnstore.rules.search import indexes_context
+from turnstore.scripts import search_cuts, sessions
+from turnstore.scripts.checkpoints import (
+    CheckpointSql,
+    ChunkInsert,
+    StateWrite,
+    StoredChunk,
+    TranscriptInsert,
+    insert_items,
+)
 
 
 class LockedContext(NamedTuple):

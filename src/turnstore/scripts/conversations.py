@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from turnstore.backends.sql import context_items, journals, sessions
-from turnstore.backends.sql.engine import Tx
-from turnstore.backends.sql.langgraph import BlobRow, LangGraphSql, segments, versions_of
+from turnstore.engine.protocol import Tx
 from turnstore.records.conversation import (
     ConversationPage,
     ConversationRequest,
@@ -22,6 +20,8 @@ from turnstore.rules.conversation import message_of
 from turnstore.rules.langgraph_values import decode_value
 from turnstore.rules.pages import JournalQuery
 from turnstore.rules.search import CHECKPOINT_KIND, LANGGRAPH_KIND, MESSAGES
+from turnstore.scripts import context_items, journals, sessions
+from turnstore.scripts.langgraph import BlobRow, LangGraphSql, segments, versions_of
 
 ROOT_NS = ""
 _TRIGGER = "branch:to:"

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
-from turnstore.backends.sql.engine import Query, Statements, Tx, insert, select
+from turnstore.engine.protocol import Query, Statements, Tx, insert, select
 from turnstore.errors import CorruptRecord, InvalidInput, SessionNotFound
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import (

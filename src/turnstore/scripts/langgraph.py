@@ -15,8 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from turnstore.backends.sql import search_cuts, sessions
-from turnstore.backends.sql.engine import Query, Statements, Tx, columns, insert, select
+from turnstore.engine.protocol import Query, Statements, Tx, columns, insert, select
 from turnstore.errors import CorruptRecord
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ExecutionStats
@@ -38,6 +37,7 @@ from turnstore.records.langgraph import (
 from turnstore.rules.context import plan_context_write
 from turnstore.rules.saves import prepare_append
 from turnstore.rules.search import LANGGRAPH_KIND, MESSAGES
+from turnstore.scripts import search_cuts, sessions
 
 MAX_DEPTH = 4
 """Lineages a list value may span before a branch copies its prefix into a new root."""

@@ -1,6 +1,6 @@
 """LangGraph checkpoints: ancestor walks (delta-channel history, prune), deletes and copies.
 
-See `turnstore.backends.sql.langgraph` for how checkpoints, values and lists are stored.
+See `turnstore.scripts.langgraph` for how checkpoints, values and lists are stored.
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import json
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Statements, Tx, matching, select
-from turnstore.backends.sql.langgraph import (
+from turnstore.engine.protocol import Statements, Tx, matching, select
+from turnstore.records.langgraph import EMPTY, DeltaHistory, WriteRow
+from turnstore.scripts import sessions
+from turnstore.scripts.langgraph import (
     BLOB_COLUMNS,
     CHECKPOINT_COLUMNS,
     ITEM_COLUMNS,
@@ -24,7 +25,6 @@ from turnstore.backends.sql.langgraph import (
     ensure_thread,
     versions_of,
 )
-from turnstore.records.langgraph import EMPTY, DeltaHistory, WriteRow
 
 CHAIN_STEP = 1000
 """Ancestors one statement of a history walk reads."""

@@ -8,9 +8,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Statements, Tx, insert, select, update
-from turnstore.backends.sql.runtime_tables import now_ms
+from turnstore.engine.protocol import Statements, Tx, insert, select, update
 from turnstore.errors import InvalidInput, QueuedWorkClaimExpired
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.runtime import (
@@ -21,6 +19,8 @@ from turnstore.records.runtime import (
 )
 from turnstore.rules.queue import PreparedClaim, is_held, next_ready_group
 from turnstore.rules.validation import identifier
+from turnstore.scripts import sessions
+from turnstore.scripts.runtime_tables import now_ms
 
 
 class BatchRow(NamedTuple):

@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-from turnstore.backends.sql import attachments, queue, sessions
-from turnstore.backends.sql.engine import Tx
-from turnstore.backends.sql.runtime_reads import head
-from turnstore.backends.sql.runtime_tables import (
-    BlobInsert,
-    HeadRow,
-    HeadWrite,
-    LedgerInsert,
-    NodeInsert,
-    RuntimeSql,
-    TurnCommitInsert,
-)
+from turnstore.engine.protocol import Tx
 from turnstore.errors import HeadRevisionConflict, InvalidInput, RuntimeTurnCommitConflict
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.runtime import (
@@ -24,6 +13,17 @@ from turnstore.records.runtime import (
     delta_leaf,
 )
 from turnstore.rules.runtime import PreparedCommit, ensure_supported_schema_version
+from turnstore.scripts import attachments, queue, sessions
+from turnstore.scripts.runtime_reads import head
+from turnstore.scripts.runtime_tables import (
+    BlobInsert,
+    HeadRow,
+    HeadWrite,
+    LedgerInsert,
+    NodeInsert,
+    RuntimeSql,
+    TurnCommitInsert,
+)
 
 
 def _rust_option(value: int | None) -> str:

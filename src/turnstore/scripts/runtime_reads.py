@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnstore.backends.sql.engine import Tx
-from turnstore.backends.sql.runtime_tables import HeadRow, RuntimeSql, blob_bytes
+from turnstore.engine.protocol import Tx
 from turnstore.records.base import decode_stored
 from turnstore.records.runtime import (
     ActivePath,
@@ -24,6 +23,7 @@ from turnstore.records.runtime import (
 )
 from turnstore.rules.runtime import ensure_supported_schema_version
 from turnstore.rules.validation import identifier, optional_identifier
+from turnstore.scripts.runtime_tables import HeadRow, RuntimeSql, blob_bytes
 
 
 def head(tx: Tx, session_id: str) -> HeadRow | None:

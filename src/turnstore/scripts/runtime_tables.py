@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from turnstore.backends.sql.engine import Statements, Tx, insert, select
+from turnstore.engine.protocol import Statements, Tx, insert, select
 from turnstore.errors import CorruptRecord
 
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from turnstore.backends.sql import sessions
-from turnstore.backends.sql.engine import Tx
-from turnstore.backends.sql.runtime_reads import head
-from turnstore.backends.sql.runtime_tables import MetaWrite, RuntimeSql
+from turnstore.engine.protocol import Tx
 from turnstore.errors import InvalidInput
 from turnstore.records.base import decode_stored
 from turnstore.records.runtime import (
@@ -18,6 +15,9 @@ from turnstore.records.runtime import (
 )
 from turnstore.rules.runtime import ensure_supported_schema_version
 from turnstore.rules.validation import identifiers, optional_identifier
+from turnstore.scripts import sessions
+from turnstore.scripts.runtime_reads import head
+from turnstore.scripts.runtime_tables import MetaWrite, RuntimeSql
 
 
 def save_meta(tx: Tx, meta: SessionMeta) -> None:

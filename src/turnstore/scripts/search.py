@@ -18,9 +18,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.backends.sql import context_items, conversations
-from turnstore.backends.sql.engine import Query, Statements, Tx, insert, select
-from turnstore.backends.sql.journals import JournalSql
+from turnstore.engine.protocol import Query, Statements, Tx, insert, select
 from turnstore.errors import SearchIndexNotBuilt
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint
@@ -39,6 +37,8 @@ from turnstore.rules.search import (
     marked,
     next_cursor,
 )
+from turnstore.scripts import context_items, conversations
+from turnstore.scripts.journals import JournalSql
 
 ADK_SESSION_KEY = "adk-session"
 """The state key an ADK session's record is kept under, in the scope of its id: how a

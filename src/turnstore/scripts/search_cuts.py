@@ -11,7 +11,7 @@ message removed, a run resumed from an earlier checkpoint) unindexes the old lis
 
 from __future__ import annotations
 
-from turnstore.backends.sql.engine import Statements, Tx
+from turnstore.engine.protocol import Statements, Tx
 
 
 class SearchCutSql(Statements):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from turnstore.backends.sql.engine import Query, Statements, Tx, marks, select
+from turnstore.engine.protocol import Query, Statements, Tx, marks, select
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import (
     Checkpoint,

@@ -16,9 +16,7 @@ from typing import Any
 
 import msgspec
 
-from turnstore.backends.sql.engine import Statements, Tx
-from turnstore.backends.sql.runtime_tables import blob_bytes
-from turnstore.backends.sql.transfer_rows import Table
+from turnstore.engine.protocol import Statements, Tx
 from turnstore.errors import CorruptRecord, InvalidInput
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, ExecutionStats, StreamMetrics
 from turnstore.records.protocol import Event, SessionContext
@@ -33,6 +31,8 @@ from turnstore.records.runtime import (
 )
 from turnstore.rules.runtime import ensure_supported_schema_version
 from turnstore.rules.validation import validate_execution_record, validate_stored_checkpoint
+from turnstore.scripts.runtime_tables import blob_bytes
+from turnstore.scripts.transfer_rows import Table
 
 _JSON_LIST = list[msgspec.Raw]
 """A JSON array whose items are any JSON: checked for syntax without building its values."""

@@ -18,10 +18,15 @@ from typing import IO, Any
 
 import msgspec
 
-from turnstore.backends.sql import checkpoints, search, sessions
-from turnstore.backends.sql.engine import Statements, Tx, select
-from turnstore.backends.sql.stored_rows import RowCheck
-from turnstore.backends.sql.transfer_rows import (
+from turnstore.engine.protocol import Statements, Tx, select
+from turnstore.errors import CorruptRecord, InvalidInput, SessionExists, SessionNotFound
+from turnstore.records.base import decode_stored
+from turnstore.records.checkpoint import ForkTree
+from turnstore.records.runtime import SessionCheckpoint
+from turnstore.records.upkeep import OnConflict
+from turnstore.scripts import checkpoints, search, sessions
+from turnstore.scripts.stored_rows import RowCheck
+from turnstore.scripts.transfer_rows import (
     BLOBS,
     ENCODER,
     LINE_DECODER,
@@ -33,11 +38,6 @@ from turnstore.backends.sql.transfer_rows import (
     to_params,
     to_record,
 )
-from turnstore.errors import CorruptRecord, InvalidInput, SessionExists, SessionNotFound
-from turnstore.records.base import decode_stored
-from turnstore.records.checkpoint import ForkTree
-from turnstore.records.runtime import SessionCheckpoint
-from turnstore.records.upkeep import OnConflict
 
 BATCH_ROWS = 500
 BATCH_BYTES = 4 << 20

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from turnstore.backends.sql import checkpoints
-from turnstore.backends.sql.engine import Statements, Tx, select
-from turnstore.backends.sql.transfer import tree
+from turnstore.engine.protocol import Statements, Tx, select
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ExecutionStats
 from turnstore.records.upkeep import StoreGauges, StoreStats
+from turnstore.scripts import checkpoints
+from turnstore.scripts.transfer import tree
 
 
 class RootRow(NamedTuple):

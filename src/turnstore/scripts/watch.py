@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from turnstore.backends.sql.engine import Statements, Tx, select
-from turnstore.backends.sql.journals import _journal_event, events_from
+from turnstore.engine.protocol import Statements, Tx, select
 from turnstore.errors import SessionNotFound
 from turnstore.records.checkpoint import EventPage
 from turnstore.rules.watch import AfterQuery
+from turnstore.scripts.journals import _journal_event, events_from
 
 
 class Mark(NamedTuple):

@@ -21,7 +21,7 @@ from turnstore.backends.postgres.options import PostgresOptions
 from turnstore.backends.postgres.pool import open_pool, prelude
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
-from turnstore.backends.sql.engine import Dialect, Tx
+from turnstore.engine.protocol import Dialect, Tx
 from turnstore.errors import ReadOnlyStore, StorageError, StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
 

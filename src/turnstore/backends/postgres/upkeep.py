@@ -7,8 +7,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
 from turnstore.backends.postgres.schema import MIGRATIONS, SCHEMA_VERSION
-from turnstore.backends.sql.indexes import defined_indexes
 from turnstore.errors import ConfigError, ReadOnlyStore
+from turnstore.schema.indexes import defined_indexes
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from turnstore.backends.postgres.options import PostgresOptions
-from turnstore.backends.sql.waiters import EventWatch
+from turnstore.engine.waiters import EventWatch, ReadMarks
 
 logger = logging.getLogger("turnstore.postgres")
 
@@ -135,7 +135,7 @@ class PostgresWatch(EventWatch):
 
     # --- listening -----------------------------------------------------------------------------
 
-    def _start(self) -> None:
+    def _start(self, read_marks: ReadMarks) -> None:
         self._listener = threading.Thread(
             target=self._listen_loop if self._conninfo is not None else self._poll_loop,
             name="turnstore-postgres-listen",

@@ -8,14 +8,13 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from turnstore.backends.sql import watch
-from turnstore.backends.sql.engine import Dialect, Tx
 from turnstore.backends.sqlite.migrations import check_database, open_database
 from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S
 from turnstore.backends.sqlite.pool import ReaderPool, connect
 from turnstore.backends.sqlite.upkeep import SqliteUpkeep
 from turnstore.backends.sqlite.watch import SqliteWatch
 from turnstore.backends.sqlite.writer import GroupCommitWriter
+from turnstore.engine.protocol import Dialect, Tx
 from turnstore.errors import ReadOnlyStore
 from turnstore.records.base import WriterStats, encode_json
 
@@ -57,7 +56,7 @@ class SqliteEngine:
         self.path = path
         self._readers = ReaderPool(path, busy_timeout_s, read_only=read_only)
         self._writer: GroupCommitWriter | None = None
-        self._watch = SqliteWatch(lambda ids: self.read(lambda tx: watch.latest_marks(tx, ids)))
+        self._watch = SqliteWatch()
         if read_only:
             try:
                 check_database(path, self._readers, any_version=any_version)

@@ -1,8 +1,8 @@
-"""SQLite's schema: the shared migrations (`backends/sql/ddl.py`) in SQLite's words."""
+"""SQLite's schema: the shared migrations (`schema/ddl.py`) in SQLite's words."""
 
 from __future__ import annotations
 
-from turnstore.backends.sql.ddl import DdlWords, render
+from turnstore.schema.ddl import DdlWords, render
 
 WORDS = DdlWords(
     id="TEXT",

@@ -7,12 +7,12 @@ import os
 import sqlite3
 from pathlib import Path
 
-from turnstore.backends.sql.indexes import defined_indexes
 from turnstore.backends.sqlite.errors import storage_error
 from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S
 from turnstore.backends.sqlite.pool import ReaderPool, connect
 from turnstore.backends.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from turnstore.errors import ConfigError, ReadOnlyStore
+from turnstore.schema.indexes import defined_indexes
 
 
 def _size(path: Path) -> int:

@@ -9,9 +9,8 @@ commits wake waiters directly from the committing thread, right after COMMIT.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
-from turnstore.backends.sql.waiters import EventWatch
+from turnstore.engine.waiters import EventWatch, ReadMarks
 
 POLL_INTERVAL_S = 0.1
 """How often a store reads the marks of the sessions waited on, for other processes' writes.
@@ -20,20 +19,18 @@ A tenth of a second is below what a person watching a live session notices, and 
 read of a few sessions ten times a second costs nothing next to an agent's turn; a tighter
 loop would buy latency only for writers in other processes, which pay an fsync per commit."""
 
-ReadMarks = Callable[[list[str]], dict[str, int]]
-"""Reads the event high-water marks of the present sessions among the ids given."""
-
 
 class SqliteWatch(EventWatch):
     """The waiters of one SQLite store, and the poll loop that serves them."""
 
-    def __init__(self, read_marks: ReadMarks) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._read_marks = read_marks
+        self._read_marks: ReadMarks = lambda ids: {}
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _start(self) -> None:
+    def _start(self, read_marks: ReadMarks) -> None:
+        self._read_marks = read_marks
         self._thread = threading.Thread(
             target=self._poll, name="turnstore-sqlite-watch", daemon=True
         )

@@ -1,0 +1,3 @@
+"""Internal: the schema, written once for every backend: the ordered migrations, their indexes."""
+
+__all__: list[str] = []
