@@ -47,6 +47,10 @@ HIGH_WATER_MARKS = (
 )
 """Each journal, and the column of `sessions` no row of it may be ahead of."""
 FIRST_ACK_TIMEOUT_S = 30.0
+COVERAGE_GRACE_S = 90.0
+"""How long kills go on past the planned count when the writers have not yet reached a
+rewrite (a slow machine saves less between kills): coverage is bound by progress and time,
+not by a count."""
 WRITER = Path(__file__).with_name("_crash_writer.py")
 
 
@@ -286,6 +290,8 @@ def _check_rows(database: Any) -> None:
 
 
 @pytest.mark.slow
+# The planned kills, then up to COVERAGE_GRACE_S more of them on a slow machine.
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize(("backend_name", "schedule", "kills", "delays"), CASES)
 def test_a_killed_writer_loses_no_acknowledged_save_and_exposes_no_partial_one(
     backend_name, schedule, kills, delays, store_url, database, tmp_path
@@ -309,7 +315,12 @@ def test_a_killed_writer_loses_no_acknowledged_save_and_exposes_no_partial_one(
         # opening the fresh store must not disturb it (on SQLite, must not drop the POSIX
         # locks its connections hold on the file).
         lasting = stack.enter_context(turnstore.open_blocking(store_url))
-        for kill in range(kills):
+        kill, grace_ends = 0, float("inf")
+        while kill < kills or (
+            max(known.values()) < schedule.rewrite_every and time.monotonic() < grace_ends
+        ):
+            if kill == kills:
+                grace_ends = time.monotonic() + COVERAGE_GRACE_S
             delay_s = rng.uniform(*delays)
             lines, status, stderr = _run_writer_until_killed(
                 schedule.name, url, delay_s, tmp_path / f"stderr-{kill}.txt"
@@ -342,15 +353,19 @@ def test_a_killed_writer_loses_no_acknowledged_save_and_exposes_no_partial_one(
                         )
             except AssertionError as error:
                 raise AssertionError(f"{context}: {error}") from error
+            kill += 1
     elapsed = time.monotonic() - started
     print(
-        f"{backend_name} {schedule.name}: {kills} kills, {total_acks} acked saves,"
+        f"{backend_name} {schedule.name}: {kill} kills ({kills} planned), {total_acks} acked saves,"
         f" {unacked_commits} committed but unacked, final sequences {known}, {elapsed:.1f}s"
     )
     assert not unexpected_exits, (
-        f"{len(unexpected_exits)} of {kills} writers died before SIGKILL:\n"
+        f"{len(unexpected_exits)} of {kill} writers died before SIGKILL:\n"
         + "\n".join(unexpected_exits[:2])
     )
     assert all(sequence > 0 for sequence in known.values())
-    # Rewrites (new epochs), executions and events were all exercised across the kills.
-    assert max(known.values()) >= schedule.rewrite_every
+    # Rewrites (new epochs), executions and events were all exercised across the kills; the
+    # kills went on past the planned count until they were, within the grace above.
+    assert max(known.values()) >= schedule.rewrite_every, (
+        f"no session reached a rewrite in {kill} kills and {elapsed:.0f}s: {known}"
+    )
