@@ -234,12 +234,15 @@ def test_migrate_lists_then_runs_the_steps_of_an_older_database(
 
 
 def test_every_schema_version_has_a_step_summary() -> None:
-    """SCHEMA_STEPS describes each migration of both backends."""
+    """Each migration of both backends is a step of the one list, with a one-line summary."""
     from turnstore.backends.postgres.schema import MIGRATIONS as POSTGRES
     from turnstore.backends.sqlite.schema import MIGRATIONS as SQLITE
-    from turnstore.schema.versions import SCHEMA_STEPS
+    from turnstore.schema.ddl import MIGRATIONS
 
-    assert len(SCHEMA_STEPS) == len(SQLITE) == len(POSTGRES)
+    assert len(MIGRATIONS) == len(SQLITE) == len(POSTGRES)
+    for migration in MIGRATIONS:
+        assert migration.summary.strip()
+        assert "\n" not in migration.summary
 
 
 def test_read_only_stores_refuse_the_destructive_calls(store_url: str) -> None:

@@ -10,7 +10,7 @@ from turnstore.backends.sqlite.options import check_name
 from turnstore.engine.protocol import Engine
 from turnstore.errors import ConfigError, SchemaError
 from turnstore.records.upkeep import MigrationReport, MigrationStep
-from turnstore.schema.versions import SCHEMA_STEPS
+from turnstore.schema.ddl import MIGRATIONS
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _MISTYPED_URL = re.compile(
@@ -115,7 +115,7 @@ def migrate(url: str | os.PathLike[str], *, dry_run: bool = False) -> MigrationR
             "(upgrade turnstore)"
         )
     steps = [
-        MigrationStep(version=number, summary=SCHEMA_STEPS[number - 1])
+        MigrationStep(version=number, summary=MIGRATIONS[number - 1].summary)
         for number in range(current + 1, target + 1)
     ]
     if steps and not dry_run:

@@ -1,7 +1,9 @@
 """The schema of both dialects, written once as an ordered list of migrations.
 
-A list index + 1 is a schema version. Each migration is SQL with a few words in braces where
-SQLite and PostgreSQL differ; each backend's `schema.py` fills them in with its `DdlWords`.
+A list index + 1 is a schema version. Each migration is a line saying what its version adds
+(what `migrate` reports) and SQL with a few words in braces where SQLite and PostgreSQL
+differ; each backend's `schema.py` fills them in with its `DdlWords`. The one list keeps a
+version's summary beside its SQL, so neither can be added without the other.
 JSON is stored as TEXT on both, not JSONB: JSONB reorders object keys, and a checkpoint must
 load exactly as it was saved (the context-append rule compares the encoded bytes of items).
 """
@@ -9,6 +11,16 @@ load exactly as it was saved (the context-append rule compares the encoded bytes
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema version: what it adds, and the SQL that adds it."""
+
+    summary: str
+    """One line, the same on every backend, as `migrate` reports the step."""
+    ddl: str
+    """The statements, with the words in braces that `DdlWords` fills in per dialect."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +64,19 @@ class _FlagChecks:
 
 
 def render(words: DdlWords) -> tuple[str, ...]:
-    """The migrations in one dialect's words."""
+    """The migrations' SQL in one dialect's words, in version order."""
     fills = {**asdict(words), "flag_check": _FlagChecks(words.checks_flags)}
-    return tuple(migration.format_map(fills) for migration in _MIGRATIONS)
+    return tuple(migration.ddl.format_map(fills) for migration in MIGRATIONS)
 
 
-_MIGRATIONS: tuple[str, ...] = (
+MIGRATIONS: tuple[Migration, ...] = (
     # 1: the checkpoint store. The checkpoint row keeps the state without its context; the
     # context lives in append-only chunks so a save writes only what was appended. Tables of
     # kilobyte rows are SQLite rowid tables: a WITHOUT ROWID b-tree keeps only about a quarter
     # page of a row in place and spills the rest to half-empty overflow pages.
-    """
+    Migration(
+        "the checkpoint store: sessions, context chunks, transcript, execution and event journals",
+        """
     CREATE TABLE middleware_state (
         scope {id} NOT NULL,
         key {id} NOT NULL,
@@ -145,10 +159,13 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX event_journal_token_count_idx
         ON event_journal(session_id, event_kind, sequence) WHERE event_kind = 'token_count';
     """,
+    ),
     # 2: the runtime face. Every table hangs off `sessions`, so deleting a session deletes
     # what the runtime stored for it; blobs are shared by content and swept by gc_unreachable,
     # and attachment rows outlive their session so the sweep can still reclaim the payloads.
-    """
+    Migration(
+        "the runtime face: heads, graph nodes, turn commits, queued work, attachments, blobs",
+        """
     CREATE TABLE runtime_heads (
         session_id {id} PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
         schema_version INTEGER NOT NULL,
@@ -217,19 +234,25 @@ _MIGRATIONS: tuple[str, ...] = (
         meta_json TEXT NOT NULL
     );
     """,
+    ),
     # 3: attachment entries looked up by payload URI: an intent may not name a payload of
     # another session, and a sweep keeps a file that any entry still names. A URI has no
     # length limit and a PostgreSQL B-tree entry has one, so there it is a hash index.
-    """
+    Migration(
+        "attachment entries looked up by payload URI",
+        """
     CREATE INDEX attachment_uri_idx ON attachment_manifest{hash}(canonical_uri);
     """,
+    ),
     # 4: LangGraph checkpoints (`turnstore.integrations.langgraph`), one session per thread.
     # A channel value is a row of `lg_blobs` per version; a list value names a prefix of a
     # lineage of `lg_items` instead, so a version that appends to a list writes only the new
     # items. A lineage may start as a prefix of another (a branch from an older checkpoint).
     # Checkpoints, versions and writes are rows of a few hundred bytes (values are compressed)
     # keyed by text: WITHOUT ROWID keeps each in its key's b-tree instead of twice.
-    """
+    Migration(
+        "LangGraph checkpoints, channel values, list lineages and pending writes",
+        """
     CREATE TABLE lg_checkpoints (
         session_id {id} NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
         checkpoint_ns {id} NOT NULL,
@@ -286,21 +309,27 @@ _MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, checkpoint_ns, checkpoint_id, task_id, idx)
     ){no_rowid};
     """,
+    ),
     # 5: the step index holds streamed deltas only, the one kind its two statements read:
     # the other events of a model step (started, completed) no longer write an entry, and a
     # step completed in the save that streamed it writes none at all.
-    """
+    Migration(
+        "the model-step index narrowed to streamed deltas, so other events write no entry in it",
+        """
     DROP INDEX event_journal_step_idx;
     CREATE INDEX event_journal_step_idx
         ON event_journal(session_id, model_step_id, event_kind, sequence, stream_phase,
                          recorded_at_ms, delta_bytes)
         WHERE event_kind IN ('agent_message_content_delta', 'agent_reasoning_content_delta');
     """,
+    ),
     # 6: a save's events that no later save deletes are one row: a JSON array of
     # [sequence, recorded_at_ms, event, stream metrics], keyed by its first sequence. Deltas
     # of a step still streaming and token counts stay one row each in event_journal, where
     # the step's completion or the next token count deletes them. Rows written before stay.
-    """
+    Migration(
+        "event batches: a save's events that no later save deletes are stored as one row",
+        """
     CREATE TABLE event_batches (
         session_id {id} NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
         first_sequence {bigint} NOT NULL CHECK (first_sequence > 0),
@@ -310,6 +339,7 @@ _MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, first_sequence)
     );
     """,
+    ),
     # 7: the conversation search. `sessions.kind` names what wrote a session (NULL: written
     # before this schema, named by the reindex). `search_items` holds each searchable item's
     # text: a transcript item (sequence, index in its batch) or a context item (its index in
@@ -317,7 +347,9 @@ _MIGRATIONS: tuple[str, ...] = (
     # save path, by an indexer that finds sessions changed since `search_marks` says it last
     # looked. The index is derived: a store that held sessions before this schema is
     # searchable once `reindex` has built it (`search_index_state.built`).
-    """
+    Migration(
+        "conversation search: each session's kind, and a text index of its items (reindex to fill)",
+        """
     ALTER TABLE sessions ADD COLUMN kind TEXT;
     CREATE TABLE search_items (
         item_id {serial_key},
@@ -345,4 +377,6 @@ _MIGRATIONS: tuple[str, ...] = (
     INSERT INTO search_index_state (singleton, built, caught_up_to)
         SELECT 1, NOT EXISTS (SELECT 1 FROM sessions), 0;
     """,
+    ),
 )
+"""Every version's migration in order: `MIGRATIONS[n - 1]` adds version `n`."""

@@ -37,7 +37,7 @@ WORDS = DdlWords(
 """SQLite's words for the shared DDL."""
 
 MIGRATIONS: tuple[str, ...] = render(WORDS)
-"""The ordered migrations; a list index + 1 is a schema version."""
+"""The ordered migrations' SQL in these words; a list index + 1 is a schema version."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this build creates and reads."""
