@@ -25,6 +25,7 @@ __all__ = [
     "RuntimeConflict",
     "RuntimeTurnCommitConflict",
     "SchemaError",
+    "SearchIndexNotBuilt",
     "SequenceConflict",
     "SessionBindingMismatch",
     "SessionExists",

@@ -14,7 +14,6 @@ from typing import Any, Self
 
 from turnstore.backends.urls import open_engine
 from turnstore.drivers.steps import AsyncDriver, session_of
-from turnstore.engine.protocol import Engine
 from turnstore.faces.aio_langgraph import LangGraphTables
 from turnstore.faces.aio_runtime import RuntimeStore
 from turnstore.faces.aio_upkeep import Upkeep
@@ -66,16 +65,34 @@ def open(
     finds every write committed before it either way (docs/how-to/search.md).
     """
     engine = open_engine(url, read_only=read_only, create_dirs=create_dirs)
-    return Store(AsyncDriver(engine, index_in_background=index_in_background))
+    return Store._on_driver(AsyncDriver(engine, index_in_background=index_in_background))
 
 
 class Store:
-    """The async store: the agent loop's operations of the checkpoint contract."""
+    """The async store: the agent loop's operations of the checkpoint contract.
 
-    def __init__(self, engine: Engine | AsyncDriver) -> None:
-        self._driver = engine if isinstance(engine, AsyncDriver) else AsyncDriver(engine)
-        self._upkeep = Upkeep(self._driver)
-        self._langgraph = LangGraphTables(self._driver)
+    Open one with `turnstore.open` (or borrow one through `turnstore.seam`).
+    """
+
+    def __init__(self) -> None:
+        """Refused: a store is opened with `turnstore.open`."""
+        # What a store runs on (its driver and engine) is internal, so the public constructor
+        # takes none of it; `open` and the seam build stores through `_on_driver`.
+        raise TypeError(
+            "a store is opened with turnstore.open(url) or turnstore.open_blocking(url)"
+        )
+
+    @classmethod
+    def _on_driver(cls, driver: AsyncDriver) -> Self:
+        """A store whose calls run on `driver` (how `open` and the seam build one)."""
+        store = cls.__new__(cls)
+        store._bind(driver)
+        return store
+
+    def _bind(self, driver: AsyncDriver) -> None:
+        self._driver = driver
+        self._upkeep = Upkeep(driver)
+        self._langgraph = LangGraphTables(driver)
 
     @property
     def upkeep(self) -> Upkeep:

@@ -12,7 +12,6 @@ from typing import Any, Self
 
 from turnstore.backends.urls import open_engine
 from turnstore.drivers.steps import BlockingDriver, session_of
-from turnstore.engine.protocol import Engine
 from turnstore.faces.blocking_langgraph import BlockingLangGraphTables
 from turnstore.faces.blocking_runtime import BlockingRuntimeStore
 from turnstore.faces.blocking_upkeep import BlockingUpkeep
@@ -64,16 +63,32 @@ def open_blocking(
     finds every write committed before it either way (docs/how-to/search.md).
     """
     engine = open_engine(url, read_only=read_only, create_dirs=create_dirs)
-    return BlockingStore(BlockingDriver(engine, index_in_background=index_in_background))
+    return BlockingStore._on_driver(BlockingDriver(engine, index_in_background=index_in_background))
 
 
 class BlockingStore:
-    """The blocking store: the agent loop's operations of the checkpoint contract."""
+    """The blocking store: the agent loop's operations of the checkpoint contract.
 
-    def __init__(self, engine: Engine | BlockingDriver) -> None:
-        self._driver = engine if isinstance(engine, BlockingDriver) else BlockingDriver(engine)
-        self._upkeep = BlockingUpkeep(self._driver)
-        self._langgraph = BlockingLangGraphTables(self._driver)
+    Open one with `turnstore.open_blocking` (or borrow one through `turnstore.seam`).
+    """
+
+    def __init__(self) -> None:
+        """Refused: a store is opened with `turnstore.open_blocking`."""
+        raise TypeError(
+            "a store is opened with turnstore.open(url) or turnstore.open_blocking(url)"
+        )
+
+    @classmethod
+    def _on_driver(cls, driver: BlockingDriver) -> Self:
+        """A store whose calls run on `driver` (how `open_blocking` and the seam build one)."""
+        store = cls.__new__(cls)
+        store._bind(driver)
+        return store
+
+    def _bind(self, driver: BlockingDriver) -> None:
+        self._driver = driver
+        self._upkeep = BlockingUpkeep(driver)
+        self._langgraph = BlockingLangGraphTables(driver)
 
     @property
     def upkeep(self) -> BlockingUpkeep:

@@ -30,8 +30,8 @@ class Shared:
         # An owned engine closes with the async driver, the last to close.
         self._async = AsyncDriver(engine, borrowed=not owned)
         self._blocking = BlockingDriver(engine, borrowed=True)
-        self.store = Store(self._async)
-        self.blocking = BlockingStore(self._blocking)
+        self.store = Store._on_driver(self._async)
+        self.blocking = BlockingStore._on_driver(self._blocking)
 
     @property
     def owns_engine(self) -> bool:
