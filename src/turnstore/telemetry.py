@@ -1,11 +1,13 @@
 """Internal: the store's OpenTelemetry spans and metrics, and its loggers' one convention.
 
-Whether a store is instrumented is decided once, when it opens (`instruments()`): with
+Whether a store is instrumented is decided once, when its engine opens (`bind`): with
 OpenTelemetry's API importable and neither `TURNSTORE_TELEMETRY=off` nor
-`OTEL_SDK_DISABLED=true` set, its driver wraps each operation in a span and times it, and its
-backend counts commits and retries; otherwise they take their plain paths and call nothing
-here. Spans and instruments come from OpenTelemetry's global providers (proxies until an
-application configures an SDK, no-ops without one), or from the providers `override` names.
+`OTEL_SDK_DISABLED=true` set, the engine holds a `StoreTelemetry` bound to its backend, through
+which its drivers wrap each operation in a span and time it and the engine counts commits,
+retries and lease expiries; otherwise it holds None, and they take their plain paths and call
+nothing here. No call after `bind` reads the environment or imports. Spans and instruments
+come from OpenTelemetry's global providers (proxies until an application configures an SDK,
+no-ops without one), or from the providers `override` names.
 
 Logging: every logger is a child of `turnstore`, which gets a `NullHandler` and nothing
 else; applications (and the `turnstore` command) configure handlers. A line names
@@ -43,9 +45,9 @@ SWITCH = "TURNSTORE_TELEMETRY"
 """`off` (or 0, false, no) opens stores uninstrumented, whatever OpenTelemetry is configured."""
 
 SQLITE = "sqlite"
-"""The SQLite backend's name in calls here."""
+"""The SQLite backend's name, as `bind` takes it."""
 POSTGRES = "postgres"
-"""The PostgreSQL backend's name in calls here."""
+"""The PostgreSQL backend's name, as `bind` takes it."""
 
 _SYSTEMS = {SQLITE: "sqlite", POSTGRES: "postgresql"}
 """Each backend's `db.system.name`, as OpenTelemetry's semantic conventions spell it."""
@@ -68,7 +70,8 @@ _OFF = frozenset({"off", "0", "false", "no"})
 
 
 def enabled() -> bool:
-    """Whether a store opened now is instrumented: the API importable and not switched off."""
+    """Whether a store opened now is instrumented: the API importable and not switched off
+    (read when an engine opens, never per call)."""
     if os.environ.get(SWITCH, "").strip().lower() in _OFF:
         return False
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
@@ -150,43 +153,55 @@ class Instruments:
         self._live = _configured()
         return self._live
 
-    def bind(self, backend: str) -> StoreTelemetry:
-        """These instruments for one store of `backend` (`sqlite` or `postgres`)."""
-        return StoreTelemetry(self, backend)
-
-    def retried(self, backend: str, reason: str, count: int = 1) -> None:
-        """Count `count` retries of `reason` on `backend`."""
-        if not self.live():
-            return
-        self.retries.add(
-            count, {"db.system.name": _SYSTEMS[backend], "turnstore.retry.reason": reason}
-        )
-
-    def committed(self, backend: str, writes: int) -> None:
-        """Record one committed transaction that carried `writes` writes."""
-        if not self.live():
-            return
-        self.batch_size.record(writes, {"db.system.name": _SYSTEMS[backend]})
-
-    def leases_expired(self, backend: str, outcome: str, count: int = 1) -> None:
-        """Count `count` expired leases, `reclaimed` by a new claim or `refused` to a holder."""
-        if not self.live():
-            return
-        self.lease_expiries.add(
-            count, {"db.system.name": _SYSTEMS[backend], "turnstore.lease.outcome": outcome}
-        )
-
 
 class StoreTelemetry:
-    """One store's instruments: a span and a duration per operation, conflicts counted."""
+    """One store's instruments, bound to its backend when its engine opens: a span and a
+    duration per operation, conflicts, and the engine's commits, retries and lease expiries."""
 
-    __slots__ = ("_attributes", "backend", "instruments", "system")
+    __slots__ = (
+        "_attributes",
+        "_outcomes",
+        "_reasons",
+        "_system",
+        "backend",
+        "instruments",
+        "system",
+    )
 
     def __init__(self, instruments: Instruments, backend: str) -> None:
         self.instruments = instruments
         self.backend = backend
         self.system = _SYSTEMS[backend]
+        # Attributes are made once per store and value, not per measurement.
+        self._system = {"db.system.name": self.system}
         self._attributes: dict[str, dict[str, str]] = {}
+        self._reasons: dict[str, dict[str, str]] = {}
+        self._outcomes: dict[str, dict[str, str]] = {}
+
+    def committed(self, writes: int) -> None:
+        """Record one committed transaction that carried `writes` writes."""
+        if self.instruments.live():
+            self.instruments.batch_size.record(writes, self._system)
+
+    def retried(self, reason: str, count: int = 1) -> None:
+        """Count `count` retries of `reason` (`transaction_aborted`, `file_changed`, ...)."""
+        if not self.instruments.live():
+            return
+        found = self._reasons.get(reason)
+        if found is None:
+            found = {"db.system.name": self.system, "turnstore.retry.reason": reason}
+            self._reasons[reason] = found
+        self.instruments.retries.add(count, found)
+
+    def leases_expired(self, outcome: str, count: int = 1) -> None:
+        """Count `count` expired leases, `reclaimed` by a new claim or `refused` to a holder."""
+        if not self.instruments.live():
+            return
+        found = self._outcomes.get(outcome)
+        if found is None:
+            found = {"db.system.name": self.system, "turnstore.lease.outcome": outcome}
+            self._outcomes[outcome] = found
+        self.instruments.lease_expiries.add(count, found)
 
     def attributes(self, operation: str) -> dict[str, str]:
         """An operation's metric attributes, made once per store and operation."""
@@ -252,7 +267,7 @@ class Operation:
                 },
             )
         elif isinstance(error, QueuedWorkClaimExpired):
-            found.leases_expired(self.store.backend, "refused")
+            self.store.leases_expired("refused")
         if isinstance(error, TurnstoreError):
             refused(self.name, self.store.backend, self.session_id, error)
 
@@ -284,7 +299,13 @@ _default: Instruments | None = None
 _override: Instruments | None = None
 
 
-def instruments() -> Instruments | None:
+def bind(backend: str) -> StoreTelemetry | None:
+    """The telemetry of a store of `backend` (`sqlite`/`postgres`) opening now; None when off."""
+    found = _instruments()
+    return None if found is None else StoreTelemetry(found, backend)
+
+
+def _instruments() -> Instruments | None:
     """The instruments a store opened now uses, or None when telemetry is off."""
     global _default
     if not enabled():
@@ -311,24 +332,3 @@ def override(tracer_provider: Any, meter_provider: Any) -> Iterator[Instruments]
         yield _override
     finally:
         _override = before
-
-
-def retried(backend: str, reason: str, count: int = 1) -> None:
-    """Count retries of `reason` on `backend` (`sqlite`/`postgres`); nothing when off."""
-    found = instruments()
-    if found is not None:
-        found.retried(backend, reason, count)
-
-
-def leases_expired(backend: str, outcome: str, count: int = 1) -> None:
-    """Count expired leases (`reclaimed` or `refused`) on `backend`; nothing when off."""
-    found = instruments()
-    if found is not None:
-        found.leases_expired(backend, outcome, count)
-
-
-def committed(backend: str, writes: int) -> None:
-    """Record a committed transaction of `writes` writes on `backend`; nothing when off."""
-    found = instruments()
-    if found is not None:
-        found.committed(backend, writes)

@@ -26,8 +26,10 @@ from runtime_helpers import make_commit, runtime, seed_session
 
 import turnstore
 from turnstore import Checkpoint, telemetry
+from turnstore.backends.sqlite.pool import ReaderPool, _FileChanged
 from turnstore.backends.sqlite.writer import GroupCommitWriter
 from turnstore.records import QueuedWorkBatchDraft
+from turnstore.seam import borrow
 
 SYSTEMS = {"sqlite": "sqlite", "postgres": "postgresql"}
 SECRET = "hunter2-stored-value"
@@ -208,8 +210,6 @@ async def test_each_commit_records_the_writes_it_carried(
     writes committed (SQLite's group commit carries many; PostgreSQL's one each)."""
     saves = 12
     await asyncio.gather(*(store.save(checkpoint(f"batch-{i}", 1)) for i in range(saves)))
-    if backend_name == "postgres" and not otel.points("turnstore.commit.batch_size"):
-        pytest.xfail("the PostgreSQL engine does not call telemetry.committed yet")
     (point,) = otel.by_attributes("turnstore.commit.batch_size").values()
     assert point.sum == saves
     assert 1 <= point.count <= saves
@@ -297,7 +297,7 @@ def test_a_rerun_of_a_group_commit_is_one_retry_and_one_log_line(
         raise RuntimeError("aborted the transaction")
 
     started, release = threading.Event(), threading.Event()
-    writer = GroupCommitWriter(connect)
+    writer = GroupCommitWriter(connect, telemetry=telemetry.bind(telemetry.SQLITE))
     try:
         held = writer.submit(lambda _: (started.set(), release.wait(10)))
         assert started.wait(10)
@@ -340,3 +340,59 @@ def test_global_providers_are_looked_at_until_an_sdk_is_set(
     assert found.live()
     monkeypatch.undo()
     assert found.live()
+
+
+def test_a_store_is_instrumented_as_it_was_opened_and_so_is_a_part_borrowing_it(
+    store_url: str, backend_name: str, otel: Captured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The switch is read when the store opens, not per call: set afterwards it changes
+    nothing, and a part borrowing the store's engine reports as the store does."""
+    with turnstore.open_blocking(store_url, index_in_background=False) as store:
+        monkeypatch.setenv("TURNSTORE_TELEMETRY", "off")
+        store.save(checkpoint("opened-1", 1))
+        with borrow(store) as part:
+            part.blocking.save(checkpoint("opened-2", 1))
+    assert [
+        (span.name, (span.attributes or {})["turnstore.session.id"]) for span in otel.spans()
+    ] == [
+        ("turnstore.save_with_events", "opened-1"),
+        ("turnstore.save_with_events", "opened-2"),
+    ]
+    (point,) = otel.by_attributes("turnstore.commit.batch_size").values()
+    assert point.sum == 2
+    assert dict(point.attributes) == {"db.system.name": SYSTEMS[backend_name]}
+
+
+def test_a_read_only_read_run_again_is_one_file_changed_retry(
+    tmp_path: Path,
+    otel: Captured,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A read-only reader whose read a writer changed the file under reads again: one DEBUG
+    line on `turnstore.sqlite`, and `turnstore.retries` counts `file_changed` once."""
+    path = tmp_path / "r.sqlite3"
+    turnstore.open_blocking(path).close()
+    frozen = ReaderPool._read_frozen
+    changed: list[bool] = []
+
+    def once_changed(pool: ReaderPool, work: Any) -> Any:
+        if not changed:
+            changed.append(True)
+            raise _FileChanged
+        return frozen(pool, work)
+
+    monkeypatch.setattr(ReaderPool, "_read_frozen", once_changed)
+    pool = ReaderPool(path, 5.0, read_only=True, telemetry=telemetry.bind(telemetry.SQLITE))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="turnstore"):
+            assert pool.read(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+    finally:
+        pool.close()
+    assert [(r.name, r.levelname) for r in caplog.records] == [("turnstore.sqlite", "DEBUG")]
+    (retries,) = otel.points("turnstore.retries")
+    assert retries.value == 1
+    assert dict(retries.attributes) == {
+        "db.system.name": "sqlite",
+        "turnstore.retry.reason": "file_changed",
+    }

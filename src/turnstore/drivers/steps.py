@@ -7,10 +7,10 @@ the generator: `BlockingDriver` waits in the caller's thread, `AsyncDriver` awai
 event loop. The two faces of the store differ only in which driver they hold. It is the
 shape of psycopg's `generators.py`: the protocol is plain generators, the I/O the driver's.
 
-A driver is also where an operation is observed: with telemetry on (decided once, when the
-driver is made) each `run` is a span named after the operation's generator function, and
-its time is recorded; with it off, `run` takes the plain path. Either way a refusal is one
-log line (`turnstore.store`).
+A driver is also where an operation is observed, through its engine's telemetry (bound once,
+when the engine opened): with it on, each `run` is a span named after the operation's
+generator function, and its time is recorded; with it off, `run` takes the plain path.
+Either way a refusal is one log line (`turnstore.store`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ class Call(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Ask which engine runs the operation: a context the store holds is marked with it."""
+    """Ask which engine runs the operation (no thread hop): to mark a context the store holds
+    with it, or to count on its telemetry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +134,8 @@ class _Driver:
             else None
         )
         self.backend = engine.upkeep().backend
-        found = telemetry.instruments()
-        self._telemetry = None if found is None else found.bind(self.backend)
+        # The engine's, so every driver of one store (a borrowing part's too) observes alike.
+        self._telemetry = engine.telemetry
 
     def stop_indexer(self) -> None:
         """Stop the background indexer, if this driver runs one."""

@@ -19,6 +19,7 @@ from turnstore.records.base import WriterStats
 
 if TYPE_CHECKING:
     from turnstore.engine.waiters import EventWatch
+    from turnstore.telemetry import StoreTelemetry
 
 T = TypeVar("T")
 R = TypeVar("R", bound=tuple[Any, ...])
@@ -345,6 +346,10 @@ class Engine(Protocol):
 
     def watch(self) -> EventWatch:
         """The engine's one hub of event waiters (`wait_for_events`)."""
+
+    @property
+    def telemetry(self) -> StoreTelemetry | None:
+        """Its telemetry, bound to its backend when it opened; None when off."""
 
     def close(self) -> None:
         """Finish queued writes and release every connection."""

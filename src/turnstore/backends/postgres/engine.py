@@ -132,7 +132,7 @@ class PostgresEngine:
     def __init__(self, url: str, *, read_only: bool = False, any_version: bool = False) -> None:
         self.options = options = PostgresOptions.from_url(url)
         self._prelude = prelude(options)
-        self._telemetry = telemetry.instruments()
+        self.telemetry = telemetry.bind(telemetry.POSTGRES)
         self._read_only = read_only
         self._any_version = any_version and read_only
         self._pool = self._open_pool()
@@ -320,16 +320,16 @@ class PostgresEngine:
                 break
             with self._counter:
                 self._transactions += 1
-            if self._telemetry is not None:
-                self._telemetry.committed(telemetry.POSTGRES, 1)
+            if self.telemetry is not None:
+                self.telemetry.committed(1)
             return result
         # Raised outside the `except` blocks, so the driver's error is not its context.
         assert failure is not None
         raise failure
 
     def _retried(self, reason: str) -> None:
-        if self._telemetry is not None:
-            self._telemetry.retried(telemetry.POSTGRES, reason)
+        if self.telemetry is not None:
+            self.telemetry.retried(reason)
 
     def writer_stats(self) -> WriterStats:
         """Return how many write transactions committed (one write each)."""

@@ -8,6 +8,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from turnstore import telemetry
 from turnstore.backends.sqlite.migrations import check_database, open_database
 from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S
 from turnstore.backends.sqlite.pool import ReaderPool, connect
@@ -54,7 +55,11 @@ class SqliteEngine:
         any_version: bool = False,
     ) -> None:
         self.path = path
-        self._readers = ReaderPool(path, busy_timeout_s, read_only=read_only)
+        # Bound once: the writer and readers count on it without naming their backend.
+        self.telemetry = telemetry.bind(telemetry.SQLITE)
+        self._readers = ReaderPool(
+            path, busy_timeout_s, read_only=read_only, telemetry=self.telemetry
+        )
         self._writer: GroupCommitWriter | None = None
         self._watch = SqliteWatch()
         if read_only:
@@ -65,7 +70,9 @@ class SqliteEngine:
                 raise
         else:
             open_database(path, busy_timeout_s, create_dirs=create_dirs)
-            self._writer = GroupCommitWriter(lambda: connect(path, busy_timeout_s))
+            self._writer = GroupCommitWriter(
+                lambda: connect(path, busy_timeout_s), telemetry=self.telemetry
+            )
 
     def upkeep(self) -> SqliteUpkeep:
         """The maintenance calls of this file."""

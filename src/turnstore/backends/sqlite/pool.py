@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from turnstore import telemetry
 from turnstore.backends.sqlite.errors import storage_error
 from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S, may_access
 from turnstore.errors import StorageError
+from turnstore.telemetry import StoreTelemetry
 
 T = TypeVar("T")
 
@@ -96,15 +96,24 @@ class ReaderPool:
     read is noticed after it (a log appeared, or the file changed) and the read runs again.
     While a log exists, each read opens a `mode=ro` connection that reads through the log,
     seeing every commit of a live writer, and closes it after the read, so the writer's own
-    close can still fold the log in and delete it.
+    close can still fold the log in and delete it. Reads run again are counted on
+    `telemetry`, its engine's (None: uninstrumented).
     """
 
-    def __init__(self, path: Path, busy_timeout_s: float, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        busy_timeout_s: float,
+        *,
+        read_only: bool = False,
+        telemetry: StoreTelemetry | None = None,
+    ) -> None:
         self._path = path
         self._log = f"{path}-wal"
         self._journal = f"{path}-journal"
         self._busy_timeout_s = busy_timeout_s
         self._read_only = read_only
+        self._telemetry = telemetry
         self._idle: list[sqlite3.Connection] = []
         self._frozen: list[tuple[_Stamp | None, sqlite3.Connection]] = []
         self._lock = threading.Lock()
@@ -124,7 +133,8 @@ class ReaderPool:
                 logger.debug(
                     "a read-only read of %s ran while a writer changed it: again", self._path
                 )
-                telemetry.retried(telemetry.SQLITE, "file_changed")
+                if self._telemetry is not None:
+                    self._telemetry.retried("file_changed")
                 continue
         return self._read_shared(work, may_retry=False)
 

@@ -12,10 +12,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from turnstore import telemetry
 from turnstore.backends.sqlite.errors import storage_error
 from turnstore.errors import StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
+from turnstore.telemetry import StoreTelemetry
 
 T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], Any]
@@ -40,10 +40,16 @@ class GroupCommitWriter:
     own SAVEPOINT: a write that raises is rolled back alone and the others still commit. A
     future is resolved only after COMMIT has returned, so no caller hears of a write that is
     not durable. A caller that may block can `run` its write in its own thread when no other
-    write is pending, which spares the lone writer two thread switches per write.
+    write is pending, which spares the lone writer two thread switches per write. Commits
+    and reruns are counted on `telemetry`, its engine's (None: uninstrumented).
     """
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        *,
+        telemetry: StoreTelemetry | None = None,
+    ) -> None:
         self._connect = connect
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
@@ -55,8 +61,8 @@ class GroupCommitWriter:
         self._transactions = 0
         self._writes = 0
         self._ready: Future[None] = Future()
-        # Decided once: an uninstrumented writer calls nothing per commit.
-        self._telemetry = telemetry.instruments()
+        # Decided when the engine opened: an uninstrumented writer calls nothing per commit.
+        self._telemetry = telemetry
         self._thread = threading.Thread(
             target=self._run, name="turnstore-sqlite-writer", daemon=True
         )
@@ -192,7 +198,7 @@ class GroupCommitWriter:
                 job.future.set_result(value)
             # Recorded once the callers are answered: a waiting task need not wait for it.
             if done and self._telemetry is not None:
-                self._telemetry.committed(telemetry.SQLITE, len(done))
+                self._telemetry.committed(len(done))
             if rerun:
                 self._retrying(len(rerun))
             jobs = rerun
@@ -202,7 +208,7 @@ class GroupCommitWriter:
             "a write's error aborted its group commit; %d other write(s) run again", count
         )
         if self._telemetry is not None:
-            self._telemetry.retried(telemetry.SQLITE, "transaction_aborted", count)
+            self._telemetry.retried("transaction_aborted", count)
 
     def _run_transaction(
         self, connection: sqlite3.Connection, jobs: list[_Job]
