@@ -44,14 +44,6 @@ store_logger = logging.getLogger("turnstore.store")
 SWITCH = "TURNSTORE_TELEMETRY"
 """`off` (or 0, false, no) opens stores uninstrumented, whatever OpenTelemetry is configured."""
 
-SQLITE = "sqlite"
-"""The SQLite backend's name, as `bind` takes it."""
-POSTGRES = "postgres"
-"""The PostgreSQL backend's name, as `bind` takes it."""
-
-_SYSTEMS = {SQLITE: "sqlite", POSTGRES: "postgresql"}
-"""Each backend's `db.system.name`, as OpenTelemetry's semantic conventions spell it."""
-
 CONFLICTS = (SequenceConflict, HeadRevisionConflict, RuntimeTurnCommitConflict, SessionExists)
 """Refusals counted as conflicts: another writer got there first."""
 
@@ -168,10 +160,10 @@ class StoreTelemetry:
         "system",
     )
 
-    def __init__(self, instruments: Instruments, backend: str) -> None:
+    def __init__(self, instruments: Instruments, backend: str, system: str) -> None:
         self.instruments = instruments
         self.backend = backend
-        self.system = _SYSTEMS[backend]
+        self.system = system
         # Attributes are made once per store and value, not per measurement.
         self._system = {"db.system.name": self.system}
         self._attributes: dict[str, dict[str, str]] = {}
@@ -299,10 +291,11 @@ _default: Instruments | None = None
 _override: Instruments | None = None
 
 
-def bind(backend: str) -> StoreTelemetry | None:
-    """The telemetry of a store of `backend` (`sqlite`/`postgres`) opening now; None when off."""
+def bind(backend: str, system: str) -> StoreTelemetry | None:
+    """The telemetry of a store opening now on `backend` (its name, `sqlite`), whose
+    OpenTelemetry `db.system.name` is `system` (`postgresql`); None when off."""
     found = _instruments()
-    return None if found is None else StoreTelemetry(found, backend)
+    return None if found is None else StoreTelemetry(found, backend, system)
 
 
 def _instruments() -> Instruments | None:

@@ -297,7 +297,7 @@ def test_a_rerun_of_a_group_commit_is_one_retry_and_one_log_line(
         raise RuntimeError("aborted the transaction")
 
     started, release = threading.Event(), threading.Event()
-    writer = GroupCommitWriter(connect, telemetry=telemetry.bind(telemetry.SQLITE))
+    writer = GroupCommitWriter(connect, telemetry=telemetry.bind("sqlite", "sqlite"))
     try:
         held = writer.submit(lambda _: (started.set(), release.wait(10)))
         assert started.wait(10)
@@ -383,7 +383,7 @@ def test_a_read_only_read_run_again_is_one_file_changed_retry(
         return frozen(pool, work)
 
     monkeypatch.setattr(ReaderPool, "_read_frozen", once_changed)
-    pool = ReaderPool(path, 5.0, read_only=True, telemetry=telemetry.bind(telemetry.SQLITE))
+    pool = ReaderPool(path, 5.0, read_only=True, telemetry=telemetry.bind("sqlite", "sqlite"))
     try:
         with caplog.at_level(logging.DEBUG, logger="turnstore"):
             assert pool.read(lambda c: c.execute("SELECT 1").fetchone()) == (1,)

@@ -296,6 +296,9 @@ class EngineUpkeep(Protocol):
     """`sqlite` or `postgres`."""
     supported_version: int
     """The schema version this build creates and reads."""
+    single_writer: bool
+    """Whether one writer holds the whole database at a time, a lock that writers in other
+    processes wait for by retrying (SQLite's): long maintenance rests between its batches."""
 
     def schema_version(self) -> int:
         """The schema version the database is at."""

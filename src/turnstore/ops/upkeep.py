@@ -42,8 +42,9 @@ _CONFLICTS = get_args(OnConflict)
 DEEP_LISTED = 100
 """A deep doctor lists at most this many undecodable rows (and counts them all)."""
 
-SQLITE_REST_S = 0.05
-"""The least a SQLite prune rests between batches: longer than SQLite's busy-retry steps."""
+SINGLE_WRITER_REST_S = 0.05
+"""The least a prune rests between batches on a single-writer database: longer than SQLite's
+busy-retry steps."""
 
 
 def _binary(stream: object, method: str) -> bool:
@@ -68,7 +69,7 @@ def prune(
     )
     removed: list[str] = []
     trees = 0
-    backend = yield from call(lambda engine: engine.upkeep().backend)
+    single_writer = yield from call(lambda engine: engine.upkeep().single_writer)
     cursor: upkeep.PruneCursor | None = upkeep.start(updated_before)
     while cursor is not None:
 
@@ -81,11 +82,11 @@ def prune(
         found, count, cursor = yield from (read(batch) if dry_run else write(batch))
         removed.extend(found)
         trees += count
-        if backend == "sqlite" and count and not dry_run and cursor is not None:
+        if single_writer and count and not dry_run and cursor is not None:
             # Writers in other processes wait for SQLite's lock by sleeping and retrying; a
             # prune that took it again at once would starve them. Resting as long as the
-            # batch held it (at least SQLITE_REST_S) gives each waiting writer its turn.
-            rest = max(time.monotonic() - began, SQLITE_REST_S)
+            # batch held it (at least SINGLE_WRITER_REST_S) gives each waiting writer its turn.
+            rest = max(time.monotonic() - began, SINGLE_WRITER_REST_S)
             yield from call(partial(_rest, seconds=rest))
     return PruneReport(session_ids=sorted(removed), tree_count=trees, dry_run=dry_run)
 

@@ -132,7 +132,7 @@ class PostgresEngine:
     def __init__(self, url: str, *, read_only: bool = False, any_version: bool = False) -> None:
         self.options = options = PostgresOptions.from_url(url)
         self._prelude = prelude(options)
-        self.telemetry = telemetry.bind(telemetry.POSTGRES)
+        self.telemetry = telemetry.bind("postgres", "postgresql")
         self._read_only = read_only
         self._any_version = any_version and read_only
         self._pool = self._open_pool()

@@ -61,6 +61,7 @@ class PostgresUpkeep:
 
     backend = "postgres"
     supported_version = SCHEMA_VERSION
+    single_writer = False
 
     def __init__(self, engine: UpkeepHost) -> None:
         self._engine = engine

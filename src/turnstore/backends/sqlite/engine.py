@@ -56,7 +56,7 @@ class SqliteEngine:
     ) -> None:
         self.path = path
         # Bound once: the writer and readers count on it without naming their backend.
-        self.telemetry = telemetry.bind(telemetry.SQLITE)
+        self.telemetry = telemetry.bind("sqlite", "sqlite")
         self._readers = ReaderPool(
             path, busy_timeout_s, read_only=read_only, telemetry=self.telemetry
         )

@@ -27,6 +27,7 @@ class SqliteUpkeep:
 
     backend = "sqlite"
     supported_version = SCHEMA_VERSION
+    single_writer = True
 
     def __init__(self, path: Path, readers: ReaderPool, *, read_only: bool) -> None:
         self.path = path
