@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 import turnstore
 import turnstore.errors
 import turnstore.events
@@ -162,7 +160,6 @@ def test_the_detectors_see_the_package_and_the_tree() -> None:
     assert {"errors.py", "faces/aio_store.py"} <= named
 
 
-@pytest.mark.xfail(strict=True, reason="architecture.md's tree is rewritten after the move")
 def test_the_architecture_tree_names_every_module() -> None:
     """docs/architecture.md's code tree names each package and module, and none that is gone."""
     named = tree_paths(tree_block(ARCHITECTURE.read_text()))
