@@ -8,6 +8,8 @@ import importlib
 import re
 from pathlib import Path
 
+from turnstore.records.kinds import SessionKind, kinds
+
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "turnstore"
 FLOOR = ("turnstore.records", "turnstore.rules", "turnstore.errors")
 
@@ -74,6 +76,13 @@ def test_no_module_imports_itself_back() -> None:
 
 # --- boundaries -----------------------------------------------------------------------------
 
+KINDS = "turnstore.records.kinds"
+"""The registry of kinds of session; each kind is one module of it."""
+KIND_MODULES = tuple(
+    sorted(f"{KINDS}.{path.stem}" for path in (PACKAGE / "records" / "kinds").glob("[!_]*.py"))
+)
+"""Each kind's module, where its name and stored names are declared (found, not listed)."""
+
 PUBLIC = (
     "turnstore",
     "turnstore.records",
@@ -82,6 +91,8 @@ PUBLIC = (
     "turnstore.transfer",
     "turnstore.seam",
     "turnstore.records.langgraph",
+    KINDS,
+    *KIND_MODULES,
 )
 """The namespaces the parts built on the store (cli/, server/, integrations/) may import."""
 
@@ -182,6 +193,47 @@ def _crossings(graph: dict[str, set[str]], low: str, high: str) -> list[str]:
         if (_within(module, low) and _within(target, high))
         or (_within(module, high) and _within(target, low))
     ]
+
+
+LAYERS = (
+    ("turnstore.errors", "turnstore.records", "turnstore.rules", "turnstore.events"),
+    ("turnstore.telemetry",),
+    ("turnstore.engine", "turnstore.schema"),
+    ("turnstore.scripts", "turnstore.backends"),
+    ("turnstore.drivers",),
+    ("turnstore.ops",),
+    ("turnstore.faces",),
+    ("turnstore", "turnstore.attachments", "turnstore.transfer", "turnstore.seam"),
+    ("turnstore.integrations", "turnstore.cli", "turnstore.server", "turnstore.__main__"),
+)
+"""The house from the floor up (docs/architecture.md): a module imports its own layer and the
+layers below it, never one above; every package of turnstore has a layer."""
+
+
+def _layer(module: str) -> int | None:
+    found = [
+        (len(home), index)
+        for index, homes in enumerate(LAYERS)
+        for home in homes
+        if _within(module, home) and (home != "turnstore" or module == "turnstore")
+    ]
+    return max(found)[1] if found else None
+
+
+def test_each_layer_imports_only_its_own_and_those_below() -> None:
+    """No arrow points up the house, and no module stands outside it."""
+    graph = _imports()
+    layers = {module: _layer(module) for module in graph}
+    unplaced = [f"{module} has no layer" for module, layer in layers.items() if layer is None]
+    upward = [
+        f"{module} (layer {layers[module]}) imports {target} (layer {layers[target]})"
+        for module, targets in graph.items()
+        for target in targets
+        if (layers[module] or 0) < (layers.get(target) or 0)
+    ]
+    assert _layer("turnstore.scripts.sessions") == 3  # the detector sees the layers
+    breaches = _breaches(unplaced + upward)
+    assert not breaches, breaches
 
 
 def test_scripts_and_backends_do_not_import_each_other() -> None:
@@ -402,3 +454,57 @@ def test_public_names_live_where_their_namespace_says() -> None:
 
 def _all(space: str) -> list[str]:
     return list(importlib.import_module(space).__all__)
+
+
+# --- one home per kind of session -----------------------------------------------------------
+
+
+def _framework_kinds() -> list[tuple[str, SessionKind]]:
+    """(module, kind) of each kind module of `records/kinds` whose kind an integration writes;
+    every module's kind is in the registry's list, and only those are."""
+    declared = [(module, importlib.import_module(module).KIND) for module in KIND_MODULES]
+    assert sorted(kind.name for _, kind in declared) == [kind.name for kind in kinds()]
+    return [(module, kind) for module, kind in declared if kind.integration is not None]
+
+
+def _kind_home(module: str, kind_module: str, integration: str) -> bool:
+    """Whether `module` is a home of a framework's kind: its module of `records/kinds`, or a
+    module of its integration (`integrations.X`, or a private `integrations._X…`)."""
+    adapters = "turnstore.integrations."
+    return (
+        _within(module, kind_module)
+        or _within(module, f"{adapters}{integration}")
+        or module.startswith(f"{adapters}_{integration}")
+    )
+
+
+def _kind_names(at_home: bool) -> set[tuple[str, str, str]]:
+    """(name, kind module, module) for each stored name of a framework kind that a module in
+    its homes (`at_home`), or out of them, holds as a string constant."""
+    trees = _trees()
+    found = set()
+    for kind_module, kind in _framework_kinds():
+        assert kind.integration is not None
+        names = set(kind.stored_names)
+        for module, tree in trees.items():
+            if _kind_home(module, kind_module, kind.integration) == at_home:
+                found |= {(text, kind_module, module) for text in _strings(tree) if text in names}
+    return found
+
+
+def test_each_framework_kind_is_named_only_in_its_home() -> None:
+    """A framework's kind of session, and the names it stores that the store recognises (a
+    channel, a state key), are string constants only in the kind's module of `records/kinds`
+    and its integration's modules: everything else asks the registry (`kind_of(name)`) or
+    imports the declared constant, so a framework's names have one home."""
+    framework = _framework_kinds()
+    assert framework, "no kind of session belongs to an integration"
+    # The detector is live: it finds every name of each kind where the kind declares it.
+    at_home = _kind_names(True)
+    for kind_module, kind in framework:
+        for name in kind.stored_names:
+            assert (name, kind_module, kind_module) in at_home, (name, kind_module)
+    breaches = _breaches(
+        [f"{name!r} of {home} in {module}" for name, home, module in _kind_names(False)]
+    )
+    assert not breaches, breaches

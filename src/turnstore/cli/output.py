@@ -31,6 +31,7 @@ from turnstore.records import (
     SessionSummary,
     StreamMetrics,
 )
+from turnstore.records.kinds import kind_of
 
 VIEWER_URL = "http://127.0.0.1:8765/"
 """Where `turnstore serve` answers by default."""
@@ -289,7 +290,7 @@ def render_session(console: Console, view: SessionView, older: str | None = None
     """Print `sessions show`: summary, transcript and events, then how to page older ones."""
     heading(console, Text(f"Session {cut(view.summary.session_id, 60)}"))
     render_summary(console, view.summary)
-    kind = view.summary.kind or "turnstore"
+    kind = kind_of(view.summary.kind).name
     heading(console, f"Conversation ({kind}; newest, oldest first)")
     render_conversation(console, view.conversation)
     title = "Recent events" if view.before is None else f"Events before seq {view.before}"

@@ -23,6 +23,7 @@ from turnstore.records import (
     JournalEvent,
     SessionSummary,
 )
+from turnstore.records.kinds import Storage, kind_of
 
 PositionedItem = tuple[MessageTarget, Any]
 """A transcript item with its durable position (checkpoint sequence, 1-based item count)."""
@@ -96,7 +97,7 @@ def session_view(
     if summary is None:
         return None
     page = store.event_page(session_id, EventPageRequest(limit=events, before_sequence=before))
-    by_batch = summary.kind in (None, "turnstore")
+    by_batch = kind_of(summary.kind).storage is Storage.TRANSCRIPT
     request = ConversationRequest(limit=batches if by_batch else messages)
     conversation = store.conversation(session_id, request)
     if conversation is None:

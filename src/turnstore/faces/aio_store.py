@@ -38,6 +38,7 @@ from turnstore.records.checkpoint import (
     TranscriptPageRequest,
 )
 from turnstore.records.conversation import ConversationPage, ConversationRequest
+from turnstore.records.kinds.items import KIND as ITEMS
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
 from turnstore.rules.validation import validate_session_id
@@ -231,7 +232,7 @@ class Store:
         expected_sequence: int | None = None,
         state: Iterable[tuple[str, str, Any]] = (),
         *,
-        kind: str = "items",
+        kind: str = ITEMS.name,
     ) -> int:
         """Append items to a session's context and transcript in one commit; the new sequence.
 

@@ -30,6 +30,8 @@ from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound, St
 from turnstore.integrations import _adk_storage as storage
 from turnstore.integrations import requires_extra
 from turnstore.records import SessionCursor, SessionPageRequest
+from turnstore.records.kinds.adk import KIND as ADK
+from turnstore.records.kinds.adk import SESSION_KEY
 from turnstore.seam import Shared, borrow
 
 with requires_extra(__name__, "Google ADK", "adk"):
@@ -48,10 +50,9 @@ with requires_extra(__name__, "Google ADK", "adk"):
 
 PREFIX = "adk/"
 """Every ADK session's turnstore id starts with this."""
-KIND = "adk"
-"""The kind of session an ADK session is in the catalog and in search."""
-SESSION_KEY = "adk-session"
-"""The middleware state key of a session's own state, in the scope of the session's id."""
+KIND = ADK.name
+"""The kind of session an ADK session is in the catalog and in search; `SESSION_KEY` (from
+`turnstore.records.kinds.adk`, where both are declared) keeps a session's own state."""
 PAGE = 200
 """Sessions or events read at a time."""
 READ_TRIES = 10

@@ -331,8 +331,8 @@ class SessionSummary(Record, kw_only=True):
     updated_at: I64
     kind: str | None = None
     """What wrote the session: `turnstore` (checkpoint saves), `langgraph`, `openai-agents`,
-    `adk`, `items` (`append_context`), …; None until a store written before schema 7 is
-    reindexed."""
+    `adk`, `items` (`append_context`), … (declared in `turnstore.records.kinds`); None until a
+    store written before schema 7 is reindexed."""
 
 
 class SessionCursor(Record, kw_only=True):

@@ -10,14 +10,24 @@ the session's kind, so a native session that stores chat messages reads like any
 - LangChain messages as LangGraph stores them: `{"type": "human" | "ai" | "tool" | …}`.
 
 Anything else is a message of role `item` with no text; its stored form is kept beside.
+A page is built from what the conversation read found (`StoredConversation`): a transcript's
+batches, or a window of a context's or a list channel's items.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
-from turnstore.records.conversation import ConversationRequest, Message, MessageToolCall
+from turnstore.records.checkpoint import TranscriptPage
+from turnstore.records.conversation import (
+    ConversationPage,
+    ConversationRequest,
+    LangGraphPoint,
+    Message,
+    MessageToolCall,
+)
 from turnstore.rules.pages import page_limit
 from turnstore.rules.validation import validate_session_id
 from turnstore.rules.values import integer, require, text
@@ -177,3 +187,43 @@ def message_of(item: Any, sequence: int | None, index: int) -> Message:
         tool_calls=_chat_tool_calls(item.get("tool_calls")),
         tool_call_id=_label(item.get("tool_call_id")),
     )
+
+
+@dataclass(slots=True)
+class StoredConversation:
+    """What a conversation read found of a session, as stored: a page of its transcript
+    (a kind stored in the transcript), or a window of its context's or list's items."""
+
+    session_id: str
+    kind: str | None
+    transcript: TranscriptPage | None = None
+    items: list[Any] = field(default_factory=list)
+    start: int = 0
+    """The index of the window's first item in the context or list."""
+    total: int = 0
+    """How many items the context or list holds."""
+    langgraph: LangGraphPoint | None = None
+    """Where a LangGraph thread's list was read; None for other kinds, or a thread with no
+    checkpoint."""
+
+
+def conversation_page(found: StoredConversation | None) -> ConversationPage | None:
+    """What a conversation read found, read as a page of messages; None for no session."""
+    if found is None:
+        return None
+    page = ConversationPage(session_id=found.session_id, kind=found.kind)
+    transcript = found.transcript
+    if transcript is not None:
+        for batch in reversed(transcript.batches):
+            for index, item in enumerate(batch.items):
+                message = message_of(item, batch.sequence, index)
+                message.created_at = batch.created_at
+                page.messages.append(message)
+        page.next_before = transcript.next_before_sequence
+        return page
+    start = found.start
+    page.messages = [message_of(item, None, start + at) for at, item in enumerate(found.items)]
+    page.next_before = start if start > 0 else None
+    page.total = found.total
+    page.langgraph = found.langgraph
+    return page

@@ -13,11 +13,12 @@ from turnstore.errors import InvalidInput
 from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, TimestampedEvent
 from turnstore.records.context import CLEAN, Context, ContextMark
+from turnstore.records.kinds.items import KIND as ITEMS
 from turnstore.records.protocol import SessionContext
 from turnstore.rules.context import digest
 from turnstore.rules.journal import PreparedEvent, prepare_events
 from turnstore.rules.messages import user_text
-from turnstore.rules.search import ITEMS_KIND, items_kind
+from turnstore.rules.search import items_kind
 from turnstore.rules.validation import (
     display_text,
     identifier,
@@ -185,7 +186,7 @@ class PreparedAppend:
     expected_sequence: int | None
     state: list[tuple[str, str, str]]
     """Middleware state values written in the same commit: (scope, key, value JSON)."""
-    kind: str = ITEMS_KIND
+    kind: str = ITEMS.name
     """The kind of session the append creates if the session is missing."""
 
     def creation(self) -> PreparedSave:
@@ -213,7 +214,7 @@ def prepare_append(
     owner_id: object,
     expected_sequence: object = None,
     state: object = (),
-    kind: object = ITEMS_KIND,
+    kind: object = ITEMS.name,
 ) -> PreparedAppend:
     """Validate an append: a session id, an ordered list of values, an owner or None, the
     sequence the session must be at (None: any; 0: it must not exist yet), and state values.

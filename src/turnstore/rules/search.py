@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from turnstore.errors import InvalidInput
 from turnstore.records.base import I64_MAX, I64_MIN
+from turnstore.records.kinds import Storage, kind_of
 from turnstore.records.search import SearchRequest
 from turnstore.rules.langgraph_values import OPAQUE
 from turnstore.rules.validation import optional_identifier
@@ -59,14 +60,6 @@ SKIPPED_KEYS = frozenset(
     }
 )
 """Keys whose values are not conversation text: ids, roles, types, metadata, binary data."""
-CHECKPOINT_KIND = "turnstore"
-"""The kind of a session written by checkpoint saves: searched by its transcript."""
-LANGGRAPH_KIND = "langgraph"
-"""The kind of a LangGraph thread: searched, and read, by its `MESSAGES` list."""
-MESSAGES = "messages"
-"""The LangGraph channel that is a thread's conversation (LangGraph's `MessagesState`)."""
-ITEMS_KIND = "items"
-"""The kind `append_context` gives a session it creates unless told another."""
 MAX_KIND_BYTES = 64
 """The longest session kind, in UTF-8 bytes."""
 MAX_STRING_CHARS = 16 * 1024
@@ -86,17 +79,12 @@ _WORD = re.compile(r"[^\W_]")
 _UNMARKED = str.maketrans({MARK_START: None, MARK_END: None, "\x00": "\ufffd"})
 
 
-def indexes_context(kind: str) -> bool:
-    """Whether a session of this kind is searched by its context (a session of items)."""
-    return kind not in (CHECKPOINT_KIND, LANGGRAPH_KIND)
-
-
 def items_kind(kind: object) -> str:
     """A kind `append_context` may create a session as; `InvalidInput` if it may not."""
     kind = text(kind, "session kind")
     if is_blank(kind) or too_long(kind, MAX_KIND_BYTES) or "\x00" in kind:
         raise InvalidInput(f"session kind must be 1..{MAX_KIND_BYTES} bytes of text without NUL")
-    if not indexes_context(kind):
+    if kind_of(kind).storage is not Storage.CONTEXT:
         raise InvalidInput(f"session kind {kind!r} is not a kind of session of items")
     return kind
 

@@ -17,6 +17,8 @@ from turnstore.errors import (
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, JournalEvent, SessionSummary
 from turnstore.records.context import Context, ContextMark
+from turnstore.records.kinds import Storage, kind_of
+from turnstore.records.kinds.turnstore import KIND as CHECKPOINT
 from turnstore.rules.context import (
     ContextWrite,
     StoredContext,
@@ -25,7 +27,6 @@ from turnstore.rules.context import (
 )
 from turnstore.rules.journal import EventWrite
 from turnstore.rules.saves import PreparedFork, PreparedSave
-from turnstore.rules.search import CHECKPOINT_KIND, indexes_context
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
 from turnstore.scripts import journals, search_cuts, sessions
 from turnstore.scripts.sessions import Branch
@@ -159,7 +160,7 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
         plan = plan_context_write(None, save.context_epoch, save.context, checked=True)
         events = journals.plan_events(0, save.events, deltas)
         if sessions.insert(tx, save, plan, latest_event=_latest(events, 0)):
-            return _append(tx, save, plan, events, CHECKPOINT_KIND)
+            return _append(tx, save, plan, events, CHECKPOINT.name)
         # Another writer created the session after our lookup; continue as an update under
         # its row lock.
         locked = tx.row(sql.lock_session, (save.session_id,))
@@ -248,7 +249,7 @@ def _append(
     """Write what a save appends: context chunk, transcript batch, execution, events (the
     search index takes what was appended off the save path)."""
     insert_items(tx, save, plan)
-    if kind is not None and indexes_context(kind):
+    if kind_of(kind).storage is Storage.CONTEXT:
         # A save to a session of items may have changed any item: its context is indexed anew.
         search_cuts.cut_context(tx, save.session_id, 0)
     if save.execution is not None:

@@ -22,9 +22,9 @@ from turnstore.errors import (
 )
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, ContextWindow
+from turnstore.records.kinds import Storage, kind_of
 from turnstore.rules.context import digest, plan_context_write
 from turnstore.rules.saves import PreparedAppend
-from turnstore.rules.search import indexes_context
 from turnstore.scripts import search_cuts, sessions
 from turnstore.scripts.checkpoints import (
     CheckpointSql,
@@ -244,7 +244,7 @@ def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
     if keep == length:
         return []
     removed, tail = _cut(tx, session_id, length, keep, read=drop is not None)
-    if row.kind is not None and indexes_context(row.kind):
+    if kind_of(row.kind).storage is Storage.CONTEXT:
         search_cuts.cut_context(tx, session_id, keep)
     sequence, state_json = _advanced(row, session_id)
     written = Advance(sequence, state_json, keep, tail, None, session_id)
@@ -281,7 +281,7 @@ def replace(
         return True  # nothing changes
     sql = tx.sql(ContextItemSql)
     checkpoint_sql = tx.sql(CheckpointSql)
-    in_context = row.kind is not None and indexes_context(row.kind)
+    in_context = kind_of(row.kind).storage is Storage.CONTEXT
     if in_context:
         search_cuts.cut_context(tx, session_id, start)
         if drop_prefix:

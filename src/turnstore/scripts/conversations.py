@@ -1,8 +1,10 @@
-"""A session of any kind read as a conversation: its transcript, context or LangGraph list.
+"""A session of any kind read for its conversation: its transcript, context or LangGraph list.
 
-A `turnstore` session reads its transcript batches; a session of items its context; a
-LangGraph thread the list channel of its newest root checkpoint, a window of the list's
-lineage ranges by position, so a page costs the same at 50 turns and at 800.
+Where a session's conversation is stored is its kind's (`turnstore.records.kinds`): a session
+of checkpoint saves reads its transcript batches; a session of items its context; a LangGraph
+thread the list channel of its newest root checkpoint, a window of the list's lineage ranges
+by position, so a page costs the same at 50 turns and at 800. What is read is handed back as
+stored: `rules.conversation` reads it as messages.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from turnstore.records.conversation import (
     ConversationRequest,
     LangGraphPoint,
 )
+from turnstore.records.kinds import Storage, kind_of
 from turnstore.records.langgraph import EMPTY, LIST, CheckpointRow, Typed
-from turnstore.rules.conversation import message_of
+from turnstore.rules.conversation import StoredConversation, conversation_page
 from turnstore.rules.langgraph_values import decode_value
 from turnstore.rules.pages import JournalQuery
-from turnstore.rules.search import CHECKPOINT_KIND, LANGGRAPH_KIND, MESSAGES
 from turnstore.scripts import context_items, journals, sessions
 from turnstore.scripts.langgraph import BlobRow, LangGraphSql, segments, versions_of
 
@@ -27,34 +29,29 @@ ROOT_NS = ""
 _TRIGGER = "branch:to:"
 
 
-def read(tx: Tx, session_id: str, request: ConversationRequest) -> ConversationPage | None:
-    """One newest-first page of a session's conversation, oldest first; None without one."""
+def stored(tx: Tx, session_id: str, request: ConversationRequest) -> StoredConversation | None:
+    """One newest-first page of what a session's conversation stores; None without one."""
     summary = sessions.summary(tx, session_id)
     if summary is None:
         return None
-    page = ConversationPage(session_id=session_id, kind=summary.kind)
-    if summary.kind == LANGGRAPH_KIND:
-        _langgraph(tx, page, request)
-    elif summary.kind in (None, CHECKPOINT_KIND):
+    found = StoredConversation(session_id=session_id, kind=summary.kind)
+    kind = kind_of(summary.kind)
+    if kind.storage is Storage.TRANSCRIPT:
         query = JournalQuery(session_id, request.before, request.limit)
-        transcript = journals.transcript_page(tx, query)
-        page.messages = []
-        for batch in reversed(transcript.batches):
-            for index, item in enumerate(batch.items):
-                message = message_of(item, batch.sequence, index)
-                message.created_at = batch.created_at
-                page.messages.append(message)
-        page.next_before = transcript.next_before_sequence
+        found.transcript = journals.transcript_page(tx, query)
+    elif kind.storage is Storage.CHANNEL:
+        assert kind.channel is not None  # a kind stored in a channel names it
+        _thread(tx, found, request, request.channel or kind.channel)
     else:
         window = context_items.window(tx, session_id, request.before, request.limit)
-        _window(page, window.items, window.start, window.length)
-    return page
+        found.items, found.start, found.total = window.items, window.start, window.length
+    return found
 
 
-def _window(page: ConversationPage, items: list[Any], start: int, total: int) -> None:
-    page.messages = [message_of(item, None, start + offset) for offset, item in enumerate(items)]
-    page.next_before = start if start > 0 else None
-    page.total = total
+def read(tx: Tx, session_id: str, request: ConversationRequest) -> ConversationPage | None:
+    """One newest-first page of a session's conversation, read as messages; None without one."""
+    # Until `ops.checkpoint.conversation` composes `stored` and `conversation_page` itself.
+    return conversation_page(stored(tx, session_id, request))
 
 
 def _point(tx: Tx, row: CheckpointRow, channel: str) -> LangGraphPoint:
@@ -149,12 +146,10 @@ def list_window(
     return ListWindow([decode_value(*item) for item in typed], first, blob.length)
 
 
-def _langgraph(tx: Tx, page: ConversationPage, request: ConversationRequest) -> None:
-    row = newest_root(tx, page.session_id)
+def _thread(tx: Tx, found: StoredConversation, request: ConversationRequest, channel: str) -> None:
+    row = newest_root(tx, found.session_id)
     if row is None:
-        page.total = 0
         return
-    channel = request.channel or MESSAGES
-    page.langgraph = _point(tx, row, channel)
+    found.langgraph = _point(tx, row, channel)
     window = list_window(tx, row, channel, request.before, request.limit)
-    _window(page, window.items, window.start, window.length)
+    found.items, found.start, found.total = window.items, window.start, window.length

@@ -19,6 +19,7 @@ from turnstore.engine.protocol import Query, Statements, Tx, columns, insert, se
 from turnstore.errors import CorruptRecord
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ExecutionStats
+from turnstore.records.kinds.langgraph import KIND as THREAD
 from turnstore.records.langgraph import (
     EMPTY,
     LIST,
@@ -36,7 +37,6 @@ from turnstore.records.langgraph import (
 )
 from turnstore.rules.context import plan_context_write
 from turnstore.rules.saves import prepare_append
-from turnstore.rules.search import LANGGRAPH_KIND, MESSAGES
 from turnstore.scripts import search_cuts, sessions
 
 MAX_DEPTH = 4
@@ -224,7 +224,7 @@ def ensure_thread(
     created = prepare_append(session_id, [], owner_id, 0).creation()
     created = dataclasses.replace(created, first_user_message=first_user_message)
     plan = plan_context_write(None, created.context_epoch, [])
-    sessions.insert(tx, created, plan, kind=LANGGRAPH_KIND)
+    sessions.insert(tx, created, plan, kind=THREAD.name)
     sessions.lock(tx, session_id)
 
 
@@ -341,7 +341,7 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
     if not request.checkpoint_ns:
         # A list in a new lineage is a rewrite (or the first): its old items are unindexed.
         rewritten = any(
-            write.channel == MESSAGES and (places[write.channel] or (0, False))[1]
+            write.channel == THREAD.channel and (places[write.channel] or (0, False))[1]
             for write in request.lists
         )
         search_cuts.langgraph_put(tx, request.session_id, rewritten)

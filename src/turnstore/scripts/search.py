@@ -1,9 +1,10 @@
 """The search index: what removes text from it in a write's commit, the indexer that adds
 text off the save path, the query, and the rebuild of a store written before it.
 
-A session's kind decides what of it is searchable. A `turnstore` session (checkpoint saves)
-is searched by its transcript, which keeps every batch it journaled. A session of items
-(`items`, `openai-agents`, `adk`, …) is searched by its context, so popping, clearing or
+A session's kind decides what of it is searchable, by where it is stored
+(`turnstore.records.kinds`). A session of checkpoint saves is searched by its transcript,
+which keeps every batch it journaled; a LangGraph thread by its list channel. A session of
+items (`items`, `openai-agents`, `adk`, …) is searched by its context, so popping, clearing or
 replacing items removes their text from the index in the same commit. Deleting a session
 deletes its rows by cascade (on SQLite, a trigger takes them out of the FTS5 index too).
 
@@ -22,28 +23,22 @@ from turnstore.engine.protocol import Query, Statements, Tx, insert, select
 from turnstore.errors import SearchIndexNotBuilt
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint
+from turnstore.records.kinds import SessionKind, Storage, kind_of, kinds
+from turnstore.records.kinds.items import KIND as ITEMS
+from turnstore.records.kinds.langgraph import KIND as LANGGRAPH
+from turnstore.records.kinds.turnstore import KIND as CHECKPOINT
 from turnstore.records.protocol import SessionContext
 from turnstore.records.search import ReindexProgress, SearchHit, SearchPage
 from turnstore.rules.pages import split_page
 from turnstore.rules.search import (
-    CHECKPOINT_KIND,
-    ITEMS_KIND,
-    LANGGRAPH_KIND,
-    MESSAGES,
     SearchQuery,
     fts5_query,
-    indexes_context,
     item_texts,
     marked,
     next_cursor,
 )
 from turnstore.scripts import context_items, conversations
 from turnstore.scripts.journals import JournalSql
-
-ADK_SESSION_KEY = "adk-session"
-"""The state key an ADK session's record is kept under, in the scope of its id: how a
-session written before schema 7 is known to be ADK's."""
-
 
 CATCH_UP_SESSIONS = 100
 """Sessions the indexer looks at in one transaction."""
@@ -157,7 +152,7 @@ class SearchSql(Statements):
     count_sessions = "SELECT COUNT(*) FROM sessions"
     count_done = "SELECT COUNT(*) FROM sessions WHERE session_id <= ?"
     langgraph_thread = "SELECT 1 FROM lg_checkpoints WHERE session_id = ? LIMIT 1"
-    adk_session = "SELECT 1 FROM middleware_state WHERE scope = ? AND key = ?"
+    state_held = "SELECT 1 FROM middleware_state WHERE scope = ? AND key = ?"
     runtime_session = "SELECT 1 FROM runtime_heads WHERE session_id = ?"
 
 
@@ -170,13 +165,16 @@ def _add(tx: Tx, rows: list[ItemInsert]) -> int:
     return len(rows)
 
 
-def _index_session(tx: Tx, session_id: str, row: Indexing, kind: str, mark: Mark | None) -> int:
+def _index_session(
+    tx: Tx, session_id: str, row: Indexing, kind: SessionKind, mark: Mark | None
+) -> int:
     """Index what a session gained since `mark` (all of it without one); items indexed."""
     added = 0
     length = row.context_length
-    if kind == LANGGRAPH_KIND:
-        length, added = _index_thread(tx, session_id, mark)
-    elif indexes_context(kind):
+    if kind.storage is Storage.CHANNEL:
+        assert kind.channel is not None  # a kind stored in a channel names it
+        length, added = _index_thread(tx, session_id, kind.channel, mark)
+    elif kind.storage is Storage.CONTEXT:
         start = 0 if mark is None else mark.indexed_length
         if row.context_length > start:
             end = row.context_length
@@ -201,14 +199,14 @@ def _index_session(tx: Tx, session_id: str, row: Indexing, kind: str, mark: Mark
     return added
 
 
-def _index_thread(tx: Tx, session_id: str, mark: Mark | None) -> tuple[int, int]:
-    """Index the messages a LangGraph thread's newest checkpoint added to its list since
-    `mark`; how far the list is indexed, and the items indexed."""
+def _index_thread(tx: Tx, session_id: str, channel: str, mark: Mark | None) -> tuple[int, int]:
+    """Index the messages a LangGraph thread's newest checkpoint added to its list `channel`
+    since `mark`; how far the list is indexed, and the items indexed."""
     since = 0 if mark is None else mark.indexed_length
     checkpoint = conversations.newest_root(tx, session_id)
     if checkpoint is None:
         return since, 0
-    window = conversations.list_window(tx, checkpoint, MESSAGES, None, None, since)
+    window = conversations.list_window(tx, checkpoint, channel, None, None, since)
     rows = [
         ItemInsert(session_id, None, window.start + index, True, body)
         for index, body in item_texts(window.items)
@@ -249,7 +247,8 @@ def catch_up_batch(tx: Tx, sessions: int) -> int:
             # bound stays where it is.
             held += 1
         elif row.kind is not None:
-            _index_session(tx, session_id, row, row.kind, tx.row(sql.mark, (session_id,)))
+            mark = tx.row(sql.mark, (session_id,))
+            _index_session(tx, session_id, row, kind_of(row.kind), mark)
     adding.done()
     if len(ids) < sessions and not held:
         bound = now - CATCH_UP_MARGIN_S
@@ -371,18 +370,20 @@ def _guessed_kind(tx: Tx, session_id: str, row: Indexing) -> str:
     """The kind of a session written before schema 7, from what it holds."""
     sql = tx.sql(SearchSql)
     if tx.value(sql.langgraph_thread, (session_id,)) is not None:
-        return LANGGRAPH_KIND
-    if tx.value(sql.adk_session, (session_id, ADK_SESSION_KEY)) is not None:
-        return "adk"
+        return LANGGRAPH.name
+    for kind in kinds():
+        key = kind.state_key
+        if key is not None and tx.value(sql.state_held, (session_id, key)) is not None:
+            return kind.name
     if tx.value(sql.runtime_session, (session_id,)) is not None:
-        return CHECKPOINT_KIND
+        return CHECKPOINT.name
     stored = decode_stored(row.checkpoint_state_json, Checkpoint, "checkpoint", session_id)
     # A session of items keeps the empty checkpoint it was created with (but its owner);
     # saves fill it in.
     bare = msgspec.structs.replace(stored, sequence=0, session_context=SessionContext())
     if encode_json(bare) == encode_json(Checkpoint.empty(session_id)):
-        return ITEMS_KIND
-    return CHECKPOINT_KIND
+        return ITEMS.name
+    return CHECKPOINT.name
 
 
 def rebuild_session(tx: Tx, session_id: str) -> int:
@@ -397,7 +398,7 @@ def rebuild_session(tx: Tx, session_id: str) -> int:
         tx.run(sql.set_kind, (kind, session_id))
     tx.run(sql.drop_session, (session_id,))
     adding = _Adding(tx)
-    added = _index_session(tx, session_id, row, kind, None)
+    added = _index_session(tx, session_id, row, kind_of(kind), None)
     adding.done()
     return added
 

@@ -13,11 +13,11 @@ from turnstore.records.checkpoint import (
     SessionPage,
     SessionSummary,
 )
+from turnstore.records.kinds.turnstore import KIND as CHECKPOINT
 from turnstore.records.protocol import SessionContext
 from turnstore.rules.context import ContextWrite, plan_context_write
 from turnstore.rules.pages import CatalogQuery, split_page
 from turnstore.rules.saves import PreparedSave, prepare_save
-from turnstore.rules.search import CHECKPOINT_KIND
 
 
 class SessionRow(NamedTuple):
@@ -164,7 +164,7 @@ def insert(
     plan: ContextWrite,
     branch: Branch = ROOT,
     latest_event: int = 0,
-    kind: str = CHECKPOINT_KIND,
+    kind: str = CHECKPOINT.name,
 ) -> bool:
     """Insert a session row of `kind`; False, inserting nothing, if the id is taken."""
     params = (*session_write(save, plan, latest_event), save.session_id, *branch, kind)

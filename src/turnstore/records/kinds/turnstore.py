@@ -1,0 +1,8 @@
+"""The kind of a session written by checkpoint saves (`store.save`): turnstore's own loop."""
+
+from __future__ import annotations
+
+from turnstore.records.kinds import SessionKind, Storage
+
+KIND = SessionKind(name="turnstore", storage=Storage.TRANSCRIPT)
+"""Read, and searched, by its transcript, which keeps every batch it journaled."""
