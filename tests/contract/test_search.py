@@ -164,7 +164,7 @@ async def test_pages_follow_by_cursor_newest_first_and_best_first(store, monkeyp
 
     With a walk of 2 items, PostgreSQL's pages cross from the walked run to the GIN index.
     """
-    monkeypatch.setattr("turnstore.scripts.search.WALK_ITEMS", walk)
+    monkeypatch.setattr("turnstore.backends.postgres.search.WALK_ITEMS", walk)
     items = [{"role": "user", "content": f"ping number {n}" + " ping" * (n % 3)} for n in range(7)]
     for n, item in enumerate(items):
         await store.append_context(f"s{n}", [item], None)
@@ -297,18 +297,21 @@ def test_the_sqlite_newest_first_plan_walks_the_text_index_in_order(tmp_path):
 
     from turnstore.backends.sqlite.engine import SQLITE
     from turnstore.rules.search import search_query
-    from turnstore.scripts.search import _rows
 
     class Recorder:
         dialect = SQLITE
         sent: tuple[str, Any] = ("", ())
+
+        def sql(self, table: Any) -> Any:
+            return SQLITE.statements(table)
 
         def rows(self, query: Any, params: Any) -> list[Any]:
             self.sent = (query.sql, params)
             return []
 
     recorder = Recorder()
-    _rows(recorder, search_query(SearchRequest(query="hello")))  # type: ignore[arg-type]
+    query = search_query(SearchRequest(query="hello"))
+    SQLITE.text_search.hits(recorder, query)  # type: ignore[arg-type]
     sql, params = recorder.sent
     connection = sqlite3.connect(path)
     plan = " | ".join(row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, params))
@@ -373,8 +376,8 @@ def test_the_postgres_plans_walk_a_bounded_run_of_the_newest_items_then_read_the
 
     from conftest import postgres_connection, postgres_store_url, require_postgres
     from turnstore.backends.postgres.engine import POSTGRES
+    from turnstore.backends.postgres.search import WALK_ITEMS
     from turnstore.rules.search import search_query
-    from turnstore.scripts.search import WALK_ITEMS, _rows
 
     require_postgres()
     schema = f"test_{uuid.uuid4().hex}"
@@ -395,7 +398,7 @@ def test_the_postgres_plans_walk_a_bounded_run_of_the_newest_items_then_read_the
             connection.execute("ANALYZE")
 
             class PlanTx:
-                """Runs `_rows`' statements, and keeps the plan of each page query."""
+                """Runs the hook's statements, and keeps the plan of each page query."""
 
                 dialect = POSTGRES
 
@@ -420,7 +423,8 @@ def test_the_postgres_plans_walk_a_bounded_run_of_the_newest_items_then_read_the
             for term in ("common", "rarity", "missing"):
                 tx = PlanTx()
                 with connection.transaction():
-                    _rows(tx, search_query(SearchRequest(query=term)))  # type: ignore[arg-type]
+                    query = search_query(SearchRequest(query=term))
+                    POSTGRES.text_search.hits(tx, query)  # type: ignore[arg-type]
                 plans[term] = tx.plans
     finally:
         with postgres_connection() as connection:

@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import pytest
 
+from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.engine.protocol import (
     Dialect,
     Query,
@@ -28,7 +29,7 @@ DIALECT = Dialect(
     children="tree JOIN t AS child ON child.parent = tree.id",
     blob_read_lock="",
     blob_write_lock="",
-    text_search="tsvector",
+    text_search=TsvectorSearch(),
 )
 
 

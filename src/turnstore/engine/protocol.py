@@ -1,7 +1,8 @@
 """What a SQL backend supplies (an engine and a dialect), and statements written once for all.
 
 A backend's `Engine` runs transactions: reads in the caller's thread, writes answered by a
-future after COMMIT. Its `Dialect` holds the few words of SQL that differ between backends.
+future after COMMIT. Its `Dialect` holds the few words of SQL that differ between backends,
+and the hooks where more than words differ (its text index, `TextSearch`).
 Statements are written once, as class attributes of a `Statements` table with `?` for each
 parameter and dialect words in braces, and formatted once per dialect.
 """
@@ -19,6 +20,8 @@ from turnstore.records.base import WriterStats
 
 if TYPE_CHECKING:
     from turnstore.engine.waiters import EventWatch
+    from turnstore.records.search import HitRow
+    from turnstore.rules.search import SearchQuery
     from turnstore.telemetry import StoreTelemetry
 
 T = TypeVar("T")
@@ -105,9 +108,23 @@ class _InIds:
         return self._pattern.format(column=column)
 
 
+class TextSearch(Protocol):
+    """A database's text index over `search_items`: what differs in adding text and searching it.
+
+    The scripts write `search_items` and read pages of hits the same way on every database;
+    each database keeps its own index, and its own SQL for it, behind these calls.
+    """
+
+    def adding(self, tx: Tx) -> Callable[[], None]:
+        """Before `tx` adds rows to `search_items`: the call that puts them in the text index."""
+
+    def hits(self, tx: Tx, query: SearchQuery) -> list[HitRow]:
+        """The hit rows of `query`'s page in its order, one more when another page follows."""
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
-    """The words of SQL that differ between backends."""
+    """The words of SQL that differ between backends, and the hooks where more differs."""
 
     placeholder: str
     """The positional parameter marker: `?` or `%s`."""
@@ -131,8 +148,8 @@ class Dialect:
     """Statement a commit runs so that garbage collection cannot delete blobs under it."""
     blob_write_lock: str
     """Statement garbage collection runs to exclude commits while it decides what to delete."""
-    text_search: str
-    """The text index: `fts5` (SQLite) or `tsvector` (PostgreSQL, a GIN index)."""
+    text_search: TextSearch
+    """The text index: FTS5 (SQLite), a `tsvector` column's GIN index (PostgreSQL)."""
     server_cursors: bool = False
     """Whether `Tx.stream` reads through a cursor declared on the server (rows stay there)."""
     pipelined: bool = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import msgspec
 
@@ -50,6 +50,19 @@ class SearchHit(Record, kw_only=True):
     """The matching part of the item's text, cut at word bounds."""
     marks: list[tuple[U64, U64]] = msgspec.field(default_factory=list)
     """(start, end) character offsets of the matched words in `snippet`."""
+
+
+class HitRow(NamedTuple):
+    """One search hit as a database's text index reads it, its snippet still marked."""
+
+    item_id: int
+    session_id: str
+    kind: str | None
+    owner_id: str | None
+    sequence: int | None
+    item: int
+    written_at_ms: int
+    snippet: str
 
 
 class SearchPage(Record, kw_only=True):

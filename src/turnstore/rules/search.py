@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from turnstore.errors import InvalidInput
+from turnstore.errors import InvalidInput, SearchIndexNotBuilt
 from turnstore.records.base import I64_MAX, I64_MIN
 from turnstore.records.kinds import Storage, kind_of
 from turnstore.records.search import SearchRequest
@@ -169,13 +169,6 @@ def parse_query(query: object) -> tuple[Term, ...]:
     return tuple(terms)
 
 
-def fts5_query(terms: tuple[Term, ...]) -> str:
-    """The terms as an FTS5 query: each a quoted phrase, all of them required."""
-    return " ".join(
-        '"' + term.text.replace('"', '""') + '"' + ("*" if term.prefix else "") for term in terms
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
     """A validated search request."""
@@ -196,6 +189,11 @@ class SearchQuery:
     def fetch(self) -> int:
         """Rows to read: one more than the page, to learn whether another page follows."""
         return self.limit + 1
+
+    @property
+    def below(self) -> int:
+        """Newest first: the item id every hit is below (past the newest item on page one)."""
+        return self.after_item if self.after_item is not None else I64_MAX
 
 
 def search_query(request: object) -> SearchQuery:
@@ -237,6 +235,15 @@ def _time(value: object, default: int, name: str) -> int:
     if value is None:
         return default
     return integer(value, f"{name} must be a time in Unix milliseconds", low=I64_MIN)
+
+
+def require_index_built(built: bool) -> None:
+    """`SearchIndexNotBuilt` unless the store's search index is `built`."""
+    if not built:
+        raise SearchIndexNotBuilt(
+            "the search index of this store is not built yet (the store was written before"
+            " search existed): run `turnstore reindex URL`, or `store.upkeep.reindex()`"
+        )
 
 
 def next_cursor(query: SearchQuery, last_item: int) -> str:

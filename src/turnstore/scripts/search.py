@@ -19,8 +19,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.engine.protocol import Query, Statements, Tx, insert, select
-from turnstore.errors import SearchIndexNotBuilt
+from turnstore.engine.protocol import Statements, Tx, insert, select
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint
 from turnstore.records.kinds import SessionKind, Storage, kind_of, kinds
@@ -32,10 +31,10 @@ from turnstore.records.search import ReindexProgress, SearchHit, SearchPage
 from turnstore.rules.pages import split_page
 from turnstore.rules.search import (
     SearchQuery,
-    fts5_query,
     item_texts,
     marked,
     next_cursor,
+    require_index_built,
 )
 from turnstore.scripts import context_items, conversations
 from turnstore.scripts.journals import JournalSql
@@ -82,35 +81,6 @@ class Mark(NamedTuple):
     indexed_length: int
 
 
-class HitRow(NamedTuple):
-    """One search hit as read, its snippet still marked."""
-
-    item_id: int
-    session_id: str
-    kind: str | None
-    owner_id: str | None
-    sequence: int | None
-    item: int
-    written_at_ms: int
-    snippet: str
-
-
-_FILTERS = (
-    " AND (CAST(? AS TEXT) IS NULL OR s.owner_id = ?)"
-    " AND (CAST(? AS TEXT) IS NULL OR s.kind = ?)"
-    " AND i.written_at_ms >= ? AND i.written_at_ms < ? AND i.item_id < ?"
-)
-_HIT = "i.item_id, i.session_id, s.kind, s.owner_id, i.sequence, i.item, i.written_at_ms"
-_FTS5_SEARCH = (
-    f"SELECT {_HIT}, snippet(search_fts, 0, char(57344), char(57345), '…', 24)"
-    " FROM search_fts JOIN search_items AS i ON i.item_id = search_fts.rowid"
-    " JOIN sessions AS s ON s.session_id = i.session_id"
-    f" WHERE search_fts MATCH ?{_FILTERS}"
-)
-_HEADLINE = (
-    "'StartSel=\ue000, StopSel=\ue001, MaxWords=24, MinWords=8, MaxFragments=1,"
-    ' FragmentDelimiter="…"\''
-)
 _PENDING = (
     "FROM sessions AS s LEFT JOIN search_marks AS m ON m.session_id = s.session_id"
     " WHERE s.updated_at >= ? AND s.kind IS NOT NULL"
@@ -119,16 +89,10 @@ _PENDING = (
 
 
 class SearchSql(Statements):
-    """Statements of the search index (the query itself is built per dialect)."""
+    """Statements of the search index (its text index is the dialect's: `TextSearch`)."""
 
     add = insert(ItemInsert, "search_items", written_at_ms="{now_ms}")
     drop_session = "DELETE FROM search_items WHERE session_id = ?"
-    last_item = "SELECT COALESCE(MAX(item_id), 0) FROM search_items"
-    # SQLite: the rows a transaction added, into the FTS5 index in one statement.
-    fts5_add = (
-        "INSERT INTO search_fts (rowid, body) SELECT item_id, body FROM search_items"
-        " WHERE item_id > ?"
-    )
     mark = select(Mark, "FROM search_marks WHERE session_id = ?")
     set_mark = insert(
         Mark,
@@ -214,20 +178,6 @@ def _index_thread(tx: Tx, session_id: str, channel: str, mark: Mark | None) -> t
     return max(since, window.length), _add(tx, rows)
 
 
-class _Adding:
-    """Where a transaction's new rows start: on SQLite they go into FTS5 in one statement."""
-
-    def __init__(self, tx: Tx) -> None:
-        self._tx = tx
-        self._fts5 = tx.dialect.text_search == "fts5"
-        self._after = int(tx.value(tx.sql(SearchSql).last_item)) if self._fts5 else 0
-
-    def done(self) -> None:
-        """Put the rows added since into the text index (PostgreSQL: done by the insert)."""
-        if self._fts5:
-            self._tx.run(self._tx.sql(SearchSql).fts5_add, (self._after,))
-
-
 def catch_up_batch(tx: Tx, sessions: int) -> int:
     """Index the sessions changed since the indexer last looked, at most `sessions` of them;
     how many it looked at (fewer than `sessions`: it has caught up)."""
@@ -236,7 +186,7 @@ def catch_up_batch(tx: Tx, sessions: int) -> int:
     if state is None:
         return 0
     now = int(tx.value(sql.now))
-    adding = _Adding(tx)
+    indexed = tx.dialect.text_search.adding(tx)
     # In id order: the row locks are taken in the order every other multi-row write takes them.
     ids = sorted(tx.values(sql.pending, (state.caught_up_to, sessions)))
     held = 0
@@ -249,7 +199,7 @@ def catch_up_batch(tx: Tx, sessions: int) -> int:
         elif row.kind is not None:
             mark = tx.row(sql.mark, (session_id,))
             _index_session(tx, session_id, row, kind_of(row.kind), mark)
-    adding.done()
+    indexed()
     if len(ids) < sessions and not held:
         bound = now - CATCH_UP_MARGIN_S
         tx.run(sql.set_caught_up, (bound, bound))
@@ -266,84 +216,11 @@ def has_pending(tx: Tx) -> bool:
 # --- the query ---------------------------------------------------------------------------------
 
 
-def _tsquery(query: SearchQuery) -> tuple[str, list[str]]:
-    """PostgreSQL: the terms as one tsquery expression, parsed by the index's own parser."""
-    parts = []
-    for term in query.terms:
-        phrase = "phraseto_tsquery('simple', ?)"
-        # The phrase's text with `:*` after its last word: that word matches as a prefix.
-        parts.append(f"to_tsquery('simple', {phrase}::text || ':*')" if term.prefix else phrase)
-    return " && ".join(parts), [term.text for term in query.terms]
-
-
-WALK_ITEMS = 4_096
-"""PostgreSQL, newest first: how many of the newest items a search tests one by one before it
-reads the GIN index for the rest."""
-
-
-def _sql(query: SearchQuery, expression: str, walk: bool) -> str:
-    """PostgreSQL: the page query. `walk` tests the newest items by key until the page is
-    full; otherwise the GIN index is read and its hits sorted (`+ 0` keeps the planner off the
-    key's order). The query is written out where it is used, so its value is a constant the
-    planner can weigh."""
-    rank = "i.item_id" if not query.best else f"ts_rank_cd(i.body_vector, {expression})"
-    order = "rank" if walk or query.best else "i.item_id + 0"
-    # The headline re-reads each hit's text: only the page's rows get one.
-    return (
-        f"WITH hits AS (SELECT {_HIT}, i.body, {rank} AS rank FROM search_items AS i"
-        " JOIN sessions AS s ON s.session_id = i.session_id"
-        f" WHERE i.body_vector @@ ({expression}){_FILTERS} AND i.item_id > ?"
-        f" ORDER BY {order} DESC, i.item_id DESC LIMIT ? OFFSET ?)"
-        " SELECT item_id, session_id, kind, owner_id, sequence, item, written_at_ms,"
-        f" ts_headline('simple', hits.body, {expression}, {_HEADLINE})"
-        " FROM hits ORDER BY rank DESC, item_id DESC"
-    )
-
-
-def _rows(tx: Tx, query: SearchQuery) -> list[HitRow]:
-    """The page's rows, one more than the page when another follows."""
-    owner, kind = query.owner_id, query.kind
-    filters = [owner, owner, kind, kind, query.since_ms, query.until_ms]
-    after = query.after_item if query.after_item is not None else 2**63 - 1
-    if tx.dialect.text_search == "fts5":
-        # FTS5 walks a term's hits by row id, backwards, itself: one query fits every term.
-        order = "search_fts.rank, i.item_id DESC" if query.best else "search_fts.rowid DESC"
-        sql = tx.dialect.format(f"{_FTS5_SEARCH} ORDER BY {order} LIMIT ? OFFSET ?")
-        params = [fts5_query(query.terms), *filters, after, query.fetch, query.offset]
-        return tx.rows(Query(sql, HitRow._make), params)
-    expression, terms = _tsquery(query)
-    ranked = terms if query.best else []
-
-    def page(walk: bool, below: int, above: int, count: int) -> list[HitRow]:
-        params = [*ranked, *terms, *filters, below, above, count, query.offset, *terms]
-        return tx.rows(
-            Query(tx.dialect.format(_sql(query, expression, walk)), HitRow._make), params
-        )
-
-    if query.best:
-        return page(False, after, -1, query.fetch)
-    # The planner cannot tell a rare term from a missing one, and a walk that finds nothing
-    # reads every item: so the walk is bounded. A common term fills the page within it; what
-    # it leaves is read through the GIN index, where the term is by then rare.
-    top = int(tx.value(tx.sql(SearchSql).last_item))
-    floor = min(after - 1, top) - WALK_ITEMS
-    tx.run("SET LOCAL enable_bitmapscan = off")
-    rows = page(True, after, floor, query.fetch)
-    tx.run("SET LOCAL enable_bitmapscan = on")
-    if len(rows) < query.fetch and floor > 0:
-        rows += page(False, floor + 1, -1, query.fetch - len(rows))
-    return rows
-
-
 def search(tx: Tx, query: SearchQuery) -> SearchPage:
     """One page of hits; `SearchIndexNotBuilt` while a migrated store's index is unbuilt."""
     state = tx.row(tx.sql(SearchSql).state)
-    if state is None or not state.built:
-        raise SearchIndexNotBuilt(
-            "the search index of this store is not built yet (the store was written before"
-            " search existed): run `turnstore reindex URL`, or `store.upkeep.reindex()`"
-        )
-    rows, last = split_page(_rows(tx, query), query.limit)
+    require_index_built(state is not None and state.built)
+    rows, last = split_page(tx.dialect.text_search.hits(tx, query), query.limit)
     hits = []
     for row in rows:
         snippet, marks = marked(row.snippet or "")
@@ -397,9 +274,9 @@ def rebuild_session(tx: Tx, session_id: str) -> int:
         kind = _guessed_kind(tx, session_id, row)
         tx.run(sql.set_kind, (kind, session_id))
     tx.run(sql.drop_session, (session_id,))
-    adding = _Adding(tx)
+    indexed = tx.dialect.text_search.adding(tx)
     added = _index_session(tx, session_id, row, kind_of(kind), None)
-    adding.done()
+    indexed()
     return added
 
 

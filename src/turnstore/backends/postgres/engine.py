@@ -19,6 +19,7 @@ from turnstore.backends.postgres import migrations
 from turnstore.backends.postgres.errors import storage_error, translated
 from turnstore.backends.postgres.options import PostgresOptions
 from turnstore.backends.postgres.pool import open_pool, prelude
+from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
 from turnstore.engine.protocol import Dialect, Tx
@@ -54,7 +55,7 @@ POSTGRES = Dialect(
     # about to reference is never deleted between the commit's insert and its head update.
     blob_read_lock=f"SELECT pg_advisory_xact_lock_shared({_BLOB_LOCK_KEY})",
     blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
-    text_search="tsvector",
+    text_search=TsvectorSearch(),
     server_cursors=True,
     # Pipeline mode needs libpq 14 or newer (psycopg's binary wheels bundle one).
     pipelined=psycopg.Pipeline.is_supported(),

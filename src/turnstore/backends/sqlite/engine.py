@@ -12,6 +12,7 @@ from turnstore import telemetry
 from turnstore.backends.sqlite.migrations import check_database, open_database
 from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S
 from turnstore.backends.sqlite.pool import ReaderPool, connect
+from turnstore.backends.sqlite.search import Fts5Search
 from turnstore.backends.sqlite.upkeep import SqliteUpkeep
 from turnstore.backends.sqlite.watch import SqliteWatch
 from turnstore.backends.sqlite.writer import GroupCommitWriter
@@ -34,7 +35,7 @@ SQLITE = Dialect(
     children="tree JOIN sessions AS child ON child.parent_session_id = tree.session_id",
     blob_read_lock="",
     blob_write_lock="",
-    text_search="fts5",
+    text_search=Fts5Search(),
 )
 
 
