@@ -7,6 +7,7 @@ installed here. The error stays a `ModuleNotFoundError`, and the extra it names 
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -16,12 +17,48 @@ from pathlib import Path
 import pytest
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-FRAMEWORK_MODULES = {
-    "turnstore.integrations.langgraph": {"langgraph", "langchain_core"},
-    "turnstore.integrations.openai_agents": {"agents", "openai"},
-    "turnstore.integrations.adk": {"google"},
+INTEGRATIONS = Path(__file__).resolve().parents[2] / "src" / "turnstore" / "integrations"
+
+
+def _guarded(path: Path) -> tuple[str, set[str]] | None:
+    """The extra an adapter names in its `with requires_extra(...)` block, and the top-level
+    packages imported inside it; None for a module without one."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.With):
+            continue
+        call = node.items[0].context_expr
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "requires_extra":
+            extra = call.args[2]
+            assert isinstance(extra, ast.Constant)
+            packages = {
+                name.partition(".")[0]
+                for inner in node.body
+                for name in (
+                    [inner.module or ""]
+                    if isinstance(inner, ast.ImportFrom)
+                    else [alias.name for alias in getattr(inner, "names", [])]
+                )
+                if isinstance(inner, ast.Import | ast.ImportFrom)
+            } - {"turnstore"}
+            return str(extra.value), packages
+    return None
+
+
+FRAMEWORKS = {
+    f"turnstore.integrations.{path.stem}": found
+    for path in sorted(INTEGRATIONS.glob("[!_]*.py"))
+    if (found := _guarded(path)) is not None
 }
+"""Each adapter's extra and the top-level packages it imports from its framework, read from
+its `requires_extra` block (a new adapter is found, not listed)."""
+FRAMEWORK_MODULES = {module: packages for module, (_, packages) in FRAMEWORKS.items()}
 """The top-level packages each integration imports from its framework."""
+CASES = [
+    (module, package, extra)
+    for module, (extra, packages) in FRAMEWORKS.items()
+    for package in sorted(packages)
+]
+"""Each adapter imported with one of its framework's packages missing, and its extra."""
 
 PROBE = """
 import json, sys
@@ -52,16 +89,14 @@ def import_without(module: str, blocked: str) -> list[str] | None:
     return result
 
 
-@pytest.mark.parametrize(
-    ("module", "blocked", "extra"),
-    [
-        ("turnstore.integrations.langgraph", "langgraph", "langgraph"),
-        ("turnstore.integrations.langgraph", "langchain_core", "langgraph"),
-        ("turnstore.integrations.openai_agents", "agents", "openai-agents"),
-        ("turnstore.integrations.openai_agents", "openai", "openai-agents"),
-        ("turnstore.integrations.adk", "google.adk", "adk"),
-    ],
-)
+def test_every_adapter_is_found_with_its_framework() -> None:
+    """The cases below are read from the adapters: the reading sees the three there are."""
+    assert FRAMEWORK_MODULES["turnstore.integrations.langgraph"] >= {"langgraph"}
+    assert FRAMEWORK_MODULES["turnstore.integrations.adk"] == {"google"}
+    assert ("turnstore.integrations.openai_agents", "agents", "openai-agents") in CASES
+
+
+@pytest.mark.parametrize(("module", "blocked", "extra"), CASES)
 def test_a_missing_framework_names_the_extra_to_install(
     module: str, blocked: str, extra: str
 ) -> None:
@@ -82,5 +117,6 @@ def test_a_missing_framework_names_the_extra_to_install(
 
 def test_the_library_imports_without_any_framework() -> None:
     """`import turnstore` and the integrations package need no framework."""
-    for blocked in ("langgraph", "agents", "google.adk"):
-        assert import_without("turnstore, turnstore.integrations", blocked) is None
+    for packages in FRAMEWORK_MODULES.values():
+        for blocked in packages:
+            assert import_without("turnstore, turnstore.integrations", blocked) is None
