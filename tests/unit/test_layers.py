@@ -112,8 +112,9 @@ ENTRY_POINTS = (
 )
 """Public modules besides `PUBLIC`: `python -m` targets and the packages of parts built on top."""
 
-INTEGRATIONS = ("openai_agents", "adk", "langgraph")
-"""The framework adapters, each a public module of `turnstore.integrations`."""
+INTEGRATIONS = tuple(sorted(path.stem for path in (PACKAGE / "integrations").glob("[!_]*.py")))
+"""The framework adapters, each a public module of `turnstore.integrations` (found, not
+listed: a new integration adds its files and edits no list)."""
 
 ALLOWED_PRIVATE_ATTRIBUTES = {
     ("turnstore.integrations.adk", "_storage_update_marker"): (
@@ -506,5 +507,50 @@ def test_each_framework_kind_is_named_only_in_its_home() -> None:
             assert (name, kind_module, kind_module) in at_home, (name, kind_module)
     breaches = _breaches(
         [f"{name!r} of {home} in {module}" for name, home, module in _kind_names(False)]
+    )
+    assert not breaches, breaches
+
+
+# --- scripts run SQL; rules decide ------------------------------------------------------------
+
+
+def _making_raises(tree: ast.Module) -> list[int]:
+    """The lines of each `raise` that makes an exception (`raise X(...)`, `raise X`): not a
+    bare `raise`, nor the re-raise of the exception an enclosing `except … as name` caught."""
+    caught: set[int] = set()
+    for handler in ast.walk(tree):
+        if isinstance(handler, ast.ExceptHandler) and handler.name is not None:
+            for node in ast.walk(handler):
+                if (
+                    isinstance(node, ast.Raise)
+                    and isinstance(node.exc, ast.Name)
+                    and node.exc.id == handler.name
+                ):
+                    caught.add(id(node))
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Raise) and node.exc is not None and id(node) not in caught
+    )
+
+
+def test_scripts_raise_nothing_of_their_own() -> None:
+    """A transaction script runs SQL and returns rows: each refusal of what it read (a missing
+    row, a conflict, a corrupt record) is a rule of `rules/` it calls with what it read, so no
+    module of `turnstore.scripts` makes an exception."""
+    sample = ast.parse(
+        "try:\n    f()\nexcept E as error:\n    g()\n    raise error\nexcept F:\n    raise\n"
+        "raise X\nraise X(1)\nraise errors.Y('y') from None\n"
+    )
+    assert _making_raises(sample) == [8, 9, 10]  # the detector tells making from re-raising
+    trees = _trees()
+    assert _making_raises(trees["turnstore.rules.saves"])  # it finds the rules' raises
+    breaches = _breaches(
+        [
+            f"{module}:{line}"
+            for module, tree in trees.items()
+            if _within(module, "turnstore.scripts")
+            for line in _making_raises(tree)
+        ]
     )
     assert not breaches, breaches

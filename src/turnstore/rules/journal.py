@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple, TypeGuard
 
-from turnstore.errors import InvalidInput
+from turnstore.errors import InvalidInput, SessionNotFound
 from turnstore.records.base import I64_MAX, U64_MAX
 from turnstore.records.checkpoint import (
     TURN_PAGE_BATCH_SIZE,
@@ -278,6 +278,13 @@ def stream_metrics(rows: Iterable[tuple[str, int, int]]) -> list[StreamMetrics]:
         accumulator.observe(recorded_at_ms, delta_bytes)
     finished = (accumulators[phase].finish(phase) for phase in STREAM_PHASES)
     return [metrics for metrics in finished if metrics is not None]
+
+
+def journal_latest(latest: int | None, session_id: str) -> int:
+    """A session's event high-water mark as read from its row; no row (None) is not found."""
+    if latest is None:
+        raise SessionNotFound("event journal session does not exist", session_id=session_id)
+    return latest
 
 
 def next_event_sequence(latest: int) -> int:

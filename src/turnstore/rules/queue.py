@@ -1,11 +1,12 @@
-"""Rules of queued work: what a claim asks for, which batches it takes, when a lease holds."""
+"""Rules of queued work: what a claim asks for, which batches it takes, when a lease holds,
+what a batch or a completion refuses of the queue it read."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from turnstore.errors import InvalidInput
+from turnstore.errors import InvalidInput, QueuedWorkClaimExpired
 from turnstore.records.runtime import QueuedWorkBatch, QueuedWorkBatchDraft, QueuedWorkClaim
 from turnstore.rules.validation import identifier, identifiers, optional_identifier
 from turnstore.rules.values import checked, integer, is_blank, nonblank, nonblank_list
@@ -107,3 +108,32 @@ def next_ready_group(
     if claim.exact_ids is not None and [batch.batch_id for batch in group] != claim.exact_ids:
         return []
     return group
+
+
+def check_new_batch(existing: object | None, batch_id: str) -> None:
+    """Refuse to enqueue a batch whose id the session's queue holds (`existing` not None)."""
+    if existing is not None:
+        raise InvalidInput(f"queued work batch `{batch_id}` already exists")
+
+
+def held_batches(
+    queue: Iterable[QueuedWorkBatch],
+    now_ms: int,
+    session_id: str,
+    claim_id: str,
+    batch_ids: Iterable[str],
+) -> list[QueuedWorkBatch]:
+    """The batches of `queue` a live claim holds, refused unless it holds all of `batch_ids`."""
+    wanted = set(batch_ids)
+    found = [
+        batch
+        for batch in queue
+        if batch.claim_id == claim_id and is_held(batch, now_ms) and batch.batch_id in wanted
+    ]
+    if not wanted or len(found) != len(wanted):
+        raise QueuedWorkClaimExpired(
+            f"queued work claim `{claim_id}` for session `{session_id}` is missing or expired",
+            session_id=session_id,
+            claim_id=claim_id,
+        )
+    return found

@@ -1,14 +1,22 @@
-"""Rules of the runtime face: binding, commit validation and encoding, picker text, versions."""
+"""Rules of the runtime face: binding, commit validation and encoding, picker text, versions;
+what a commit, a tombstone or an attachment refuses of the rows it read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from turnstore.errors import InvalidInput, SessionBindingMismatch, UnsupportedRecordSchemaVersion
+from turnstore.errors import (
+    HeadRevisionConflict,
+    InvalidInput,
+    RuntimeTurnCommitConflict,
+    SessionBindingMismatch,
+    UnsupportedRecordSchemaVersion,
+)
 from turnstore.records.runtime import (
     RUNTIME_RECORD_SCHEMA_VERSION,
+    AttachmentIntent,
     BlobRef,
     DurabilityTier,
     GraphAppend,
@@ -218,3 +226,137 @@ def prepare_commit(bound_session_id: str, commit: object) -> PreparedCommit:
         [display_text(text) for text in texts],
         outside,
     )
+
+
+# --- what a write refuses of the rows it read ---------------------------------------------------
+
+
+def check_turn_commit(
+    session_id: str, turn_id: str, stored_hash: str, commit_hash: str | None
+) -> None:
+    """Refuse a turn committed before (`stored_hash`) with other content than this commit's."""
+    if stored_hash != commit_hash:
+        raise RuntimeTurnCommitConflict(
+            f"runtime turn `{turn_id}` for session `{session_id}` was already "
+            "committed with a different commit hash",
+            session_id=session_id,
+            turn_id=turn_id,
+        )
+
+
+def _rust_option(value: int | None) -> str:
+    return "None" if value is None else f"Some({value})"
+
+
+def next_head_revision(commit: RuntimeCommit, stored: int | None) -> int:
+    """The revision a commit creates, refused unless it expects the `stored` one (None: none)."""
+    if commit.expected_head_revision != stored:
+        actual = stored or 0
+        raise HeadRevisionConflict(
+            "store head revision conflict: expected "
+            f"{_rust_option(commit.expected_head_revision)}, actual {actual}",
+            session_id=commit.session_id,
+            expected=commit.expected_head_revision,
+            actual=actual,
+        )
+    return (stored or 0) + 1
+
+
+def check_live_parent(node_id: str, parent: str, found: object | None) -> None:
+    """Refuse an appended node whose stored parent is not a live node (`found` None)."""
+    if found is None:
+        raise InvalidInput(
+            f"graph node `{node_id}` names parent `{parent}`, which is not a live node of"
+            " the session or an earlier node of this commit"
+        )
+
+
+def check_new_node(node_id: str, found: object | None) -> None:
+    """Refuse a node whose id the session's graph holds (`found` not None)."""
+    if found is not None:
+        raise InvalidInput(f"graph node `{node_id}` already exists")
+
+
+def check_live_leaf(leaf: str, found: object | None) -> None:
+    """Refuse a leaf that is not a live node of the session (`found` None)."""
+    if found is None:
+        raise InvalidInput(f"graph leaf `{leaf}` is not a live node of the session")
+
+
+def check_blobs_stored(referenced: Iterable[str], present: Collection[str]) -> None:
+    """Refuse a manifest naming blobs, besides the commit's own, not among the `present`."""
+    missing = [ref for ref in referenced if ref not in present]
+    if missing:
+        raise InvalidInput(f"checkpoint references blob `{missing[0]}`, which is not stored")
+
+
+class LiveChild(Protocol):
+    """A live node of the session whose parent is among those tombstoned, as read."""
+
+    @property
+    def node_id(self) -> str:
+        """The node."""
+
+    @property
+    def parent_node_id(self) -> str:
+        """Its parent."""
+
+
+def check_tombstone_leaf(leaf: str | None, node_ids: Collection[str]) -> None:
+    """Refuse to tombstone the head's `leaf` (None: no head, or none)."""
+    if leaf is not None and leaf in node_ids:
+        raise InvalidInput(
+            f"graph node `{leaf}` is the session's leaf and cannot be tombstoned;"
+            " commit another leaf first"
+        )
+
+
+def check_no_live_child(child: LiveChild | None) -> None:
+    """Refuse a tombstone that would leave a live `child` of a tombstoned node (None: none)."""
+    if child is not None:
+        raise InvalidInput(
+            f"graph node `{child.parent_node_id}` has the live child `{child.node_id}`;"
+            " tombstone a node only with all of its descendants"
+        )
+
+
+class RecordedAttachment(Protocol):
+    """Which session recorded an attachment, and its payload's URI, as read."""
+
+    @property
+    def session_id(self) -> str:
+        """The session."""
+
+    @property
+    def canonical_uri(self) -> str:
+        """Where its payload lives."""
+
+
+def check_uri_free(intent: AttachmentIntent, taken: object) -> None:
+    """Refuse an intent whose URI another session's attachment names (`taken`: a row read)."""
+    if taken:
+        raise InvalidInput(
+            f"attachment `{intent.attachment_id}`: its canonical_uri is already used by"
+            " another session's attachment"
+        )
+
+
+def check_intent_recorded(intent: AttachmentIntent, owner: RecordedAttachment | None) -> None:
+    """Refuse an intent whose id is recorded for another session or payload than its own."""
+    if owner is None or (owner.session_id, owner.canonical_uri) != (
+        intent.session_id,
+        intent.canonical_uri,
+    ):
+        raise InvalidInput(
+            f"attachment `{intent.attachment_id}` is already recorded for another payload"
+        )
+
+
+def check_committable(
+    attachment_id: str, session_id: str, owner: RecordedAttachment | None
+) -> None:
+    """Refuse to commit an attachment with no recorded intent in `session_id`."""
+    if owner is None or owner.session_id != session_id:
+        raise InvalidInput(
+            f"attachment `{attachment_id}` has no recorded intent in session `{session_id}`"
+        )

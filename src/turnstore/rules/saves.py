@@ -1,15 +1,22 @@
-"""Preparing a save or a fork: validate and encode everything before any I/O."""
+"""Preparing a save or a fork: validate and encode everything before any I/O; then what a
+save, a fork or a context edit refuses of the session row it read."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
-from turnstore.errors import InvalidInput
+from turnstore.errors import (
+    InvalidInput,
+    SequenceConflict,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+)
 from turnstore.records.base import encode_json
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, TimestampedEvent
 from turnstore.records.context import CLEAN, Context, ContextMark
@@ -41,6 +48,8 @@ from turnstore.rules.values import (
     revalidated,
     storage_integer,
 )
+
+T = TypeVar("T")
 
 FIRST_USER_SCAN = 64
 """Items of a save's transcript delta, then of its context, searched for a first user message."""
@@ -302,3 +311,72 @@ def window_bound(value: object, name: str) -> int | None:
     if value is None:
         return None
     return integer(value, f"{name} must be None or a non-negative integer")
+
+
+# --- what a write refuses of the rows it read ---------------------------------------------------
+
+
+def relocked(row: T | None, doing: str) -> T:
+    """The session row locked again after another writer created it (None: gone again)."""
+    if row is None:
+        raise StorageError(
+            f"the session was created and deleted during this {doing}", retryable=True
+        )
+    return row
+
+
+def check_advance(save: PreparedSave, stored: int) -> None:
+    """Refuse a save whose sequence is not above the `stored` one."""
+    if save.sequence <= stored:
+        raise SequenceConflict(
+            "checkpoint sequence did not advance",
+            session_id=save.session_id,
+            stored=stored,
+            attempted=save.sequence,
+            hint="give each save a higher sequence (`checkpoint.sequence += 1` before `save`); "
+            "if another writer saved this session meanwhile, `load` it again",
+        )
+
+
+def check_fork_parent(fork: PreparedFork, parent_sequence: int | None) -> None:
+    """Refuse a fork of a missing parent (None) or from past the parent's `parent_sequence`."""
+    if parent_sequence is None:
+        raise SessionNotFound("fork parent does not exist", session_id=fork.parent_session_id)
+    if fork.parent_sequence > parent_sequence:
+        raise InvalidInput("fork point is newer than the parent checkpoint")
+
+
+def check_fork_created(fork: PreparedFork, inserted: bool) -> None:
+    """Refuse a fork whose child row was not inserted: the child session exists."""
+    if not inserted:
+        raise SessionExists("fork child session already exists", session_id=fork.child.session_id)
+
+
+def check_append_creates(append: PreparedAppend) -> None:
+    """Refuse an append to a missing session unless it may create it (any sequence, or 0)."""
+    if append.expected_sequence not in (None, 0):
+        raise SessionNotFound(
+            "the session to append to does not exist", session_id=append.session_id
+        )
+
+
+def check_append_sequence(append: PreparedAppend, stored: int) -> None:
+    """Refuse an append expecting another sequence than the `stored` one."""
+    expected = append.expected_sequence
+    if expected is not None and stored != expected:
+        raise SequenceConflict(
+            "the session moved on since the sequence this append expects",
+            session_id=append.session_id,
+            stored=stored,
+            attempted=expected,
+            hint="another writer changed the session since it was read; read it again",
+        )
+
+
+def check_replace_start(start: int, drop_prefix: int, length: int) -> None:
+    """Refuse a replacement starting past a context's `length` items or in its dropped prefix."""
+    if not drop_prefix <= start <= length:
+        raise InvalidInput(
+            f"a replacement must start within the context ({start} of {length} items)"
+            f" and after the dropped prefix ({drop_prefix})"
+        )

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from turnstore.engine.protocol import Statements, Tx, insert, select
-from turnstore.errors import InvalidInput
 from turnstore.records.runtime import AttachmentIntent, AttachmentManifestEntry
+from turnstore.rules.runtime import check_committable, check_intent_recorded, check_uri_free
 from turnstore.rules.validation import identifier, identifiers
 from turnstore.scripts import sessions
 
@@ -87,11 +87,9 @@ def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
     sessions.ensure(tx, intent.session_id)
     if tx.dialect.lock:  # concurrent writers (PostgreSQL); SQLite has a single writer
         tx.value(sql.uri_lock, (intent.canonical_uri,))
-    if tx.value(sql.uri_of_another_session, (intent.canonical_uri, intent.session_id)):
-        raise InvalidInput(
-            f"attachment `{intent.attachment_id}`: its canonical_uri is already used by"
-            " another session's attachment"
-        )
+    check_uri_free(
+        intent, tx.value(sql.uri_of_another_session, (intent.canonical_uri, intent.session_id))
+    )
     row = IntentInsert(
         attachment_id=intent.attachment_id,
         session_id=intent.session_id,
@@ -99,11 +97,7 @@ def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
         intent_at_ms=intent.intent_at_epoch_ms,
     )
     tx.run(sql.insert_intent, row)
-    owner = tx.row(sql.owner, (intent.attachment_id,))
-    if owner != AttachmentOwner(intent.session_id, intent.canonical_uri):
-        raise InvalidInput(
-            f"attachment `{intent.attachment_id}` is already recorded for another payload"
-        )
+    check_intent_recorded(intent, tx.row(sql.owner, (intent.attachment_id,)))
 
 
 def commit(tx: Tx, session_id: str, attachment_ids: Iterable[str]) -> None:
@@ -112,11 +106,7 @@ def commit(tx: Tx, session_id: str, attachment_ids: Iterable[str]) -> None:
     attachment_ids = list(attachment_ids)
     identifiers(attachment_ids, "attachment ID")
     for attachment_id in attachment_ids:
-        owner = tx.row(sql.owner, (attachment_id,))
-        if owner is None or owner.session_id != session_id:
-            raise InvalidInput(
-                f"attachment `{attachment_id}` has no recorded intent in session `{session_id}`"
-            )
+        check_committable(attachment_id, session_id, tx.row(sql.owner, (attachment_id,)))
         tx.run(sql.commit, (attachment_id, session_id))
 
 

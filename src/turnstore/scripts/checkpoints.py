@@ -6,14 +6,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from turnstore.engine.protocol import Statements, Tx, insert, select
-from turnstore.errors import (
-    CorruptRecord,
-    InvalidInput,
-    SequenceConflict,
-    SessionExists,
-    SessionNotFound,
-    StorageError,
-)
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, JournalEvent, SessionSummary
 from turnstore.records.context import Context, ContextMark
@@ -26,7 +18,15 @@ from turnstore.rules.context import (
     plan_context_write,
 )
 from turnstore.rules.journal import EventWrite
-from turnstore.rules.saves import PreparedFork, PreparedSave
+from turnstore.rules.saves import (
+    PreparedFork,
+    PreparedSave,
+    check_advance,
+    check_fork_created,
+    check_fork_parent,
+    relocked,
+)
+from turnstore.rules.stored import check_checkpoint_row, check_context_length, valid_stored
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
 from turnstore.scripts import journals, search_cuts, sessions
 from turnstore.scripts.sessions import Branch
@@ -163,11 +163,7 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
             return _append(tx, save, plan, events, CHECKPOINT.name)
         # Another writer created the session after our lookup; continue as an update under
         # its row lock.
-        locked = tx.row(sql.lock_session, (save.session_id,))
-        if locked is None:
-            raise StorageError(
-                "the session was created and deleted during this save", retryable=True
-            )
+        locked = relocked(tx.row(sql.lock_session, (save.session_id,)), "save")
         # The first read ran before that writer's commit: read again, under the lock.
         deltas = journals.send_step_deltas(tx, save.session_id, save.events)
     latest = locked.latest_event_sequence
@@ -220,15 +216,7 @@ def _advance(
     tx: Tx, save: PreparedSave, locked: LockedSession, origin: object, latest_event: int
 ) -> ContextWrite:
     """Move an existing session row to a save, rewriting its context chunks on a new epoch."""
-    if save.sequence <= locked.latest_sequence:
-        raise SequenceConflict(
-            "checkpoint sequence did not advance",
-            session_id=save.session_id,
-            stored=locked.latest_sequence,
-            attempted=save.sequence,
-            hint="give each save a higher sequence (`checkpoint.sequence += 1` before `save`); "
-            "if another writer saved this session meanwhile, `load` it again",
-        )
+    check_advance(save, locked.latest_sequence)
     stored = StoredContext(locked.context_epoch, locked.context_length, locked.context_tail)
     verify = _verifier(tx, save.session_id, save.context)
     edited = _held(save, locked, origin)
@@ -293,18 +281,9 @@ def load(tx: Tx, session_id: str, origin: object = None) -> Checkpoint | None:
     context: list[Any] = []
     for chunk in tx.values(sql.chunks, (session_id,)):
         context.extend(decode_stored(chunk, list[Any], "checkpoint context", session_id))
-    try:
-        validate_stored_checkpoint(checkpoint)
-    except InvalidInput as error:
-        raise CorruptRecord(
-            f"stored checkpoint is invalid: {error}", session_id=session_id
-        ) from None
-    if checkpoint.session_id != session_id or checkpoint.sequence != row.latest_sequence:
-        raise CorruptRecord("checkpoint row does not match its index", session_id=session_id)
-    if len(context) != row.context_length:
-        raise CorruptRecord(
-            "checkpoint context does not match its stored length", session_id=session_id
-        )
+    valid_stored(validate_stored_checkpoint, checkpoint, "checkpoint", session_id)
+    check_checkpoint_row(checkpoint, session_id, row.latest_sequence)
+    check_context_length(len(context), row.context_length, session_id)
     mark = None
     if origin is not None:
         mark = ContextMark(
@@ -320,15 +299,11 @@ def load(tx: Tx, session_id: str, origin: object = None) -> Checkpoint | None:
 def fork(tx: Tx, fork: PreparedFork) -> SessionSummary:
     """Create a child session under a parent that is kept from deletion meanwhile."""
     sql = tx.sql(CheckpointSql)
-    parent_sequence = tx.value(sql.share_parent, (fork.parent_session_id,))
-    if parent_sequence is None:
-        raise SessionNotFound("fork parent does not exist", session_id=fork.parent_session_id)
-    if fork.parent_sequence > parent_sequence:
-        raise InvalidInput("fork point is newer than the parent checkpoint")
+    check_fork_parent(fork, tx.value(sql.share_parent, (fork.parent_session_id,)))
     child = fork.child
     plan = plan_context_write(None, child.context_epoch, child.context, checked=True)
-    if not sessions.insert(tx, child, plan, Branch(fork.parent_session_id, fork.parent_sequence)):
-        raise SessionExists("fork child session already exists", session_id=child.session_id)
+    branch = Branch(fork.parent_session_id, fork.parent_sequence)
+    check_fork_created(fork, sessions.insert(tx, child, plan, branch))
     insert_items(tx, child, plan)
     created = sessions.summary(tx, child.session_id)
     assert created is not None

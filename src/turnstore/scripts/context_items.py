@@ -13,18 +13,18 @@ from typing import Any, NamedTuple
 import msgspec
 
 from turnstore.engine.protocol import Statements, Tx, select, update
-from turnstore.errors import (
-    CorruptRecord,
-    InvalidInput,
-    SequenceConflict,
-    SessionNotFound,
-    StorageError,
-)
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, ContextWindow
 from turnstore.records.kinds import Storage, kind_of
 from turnstore.rules.context import digest, plan_context_write
-from turnstore.rules.saves import PreparedAppend
+from turnstore.rules.saves import (
+    PreparedAppend,
+    check_append_creates,
+    check_append_sequence,
+    check_replace_start,
+    relocked,
+)
+from turnstore.rules.stored import check_chunk_start, check_context_length
 from turnstore.scripts import search_cuts, sessions
 from turnstore.scripts.checkpoints import (
     CheckpointSql,
@@ -120,11 +120,9 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
     `expected_sequence` (0: one that exists). Returns the sequence the append committed.
     """
     session_id = prepared.session_id
-    expected = prepared.expected_sequence
     row = _lock(tx, session_id)
     if row is None:
-        if expected not in (None, 0):
-            raise SessionNotFound("the session to append to does not exist", session_id=session_id)
+        check_append_creates(prepared)
         created = prepared.creation()
         plan = plan_context_write(None, created.context_epoch, created.context)
         if sessions.insert(tx, created, plan, kind=prepared.kind):
@@ -132,19 +130,8 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
             _write_state(tx, prepared)
             return created.sequence
         # Another writer created the session after our lookup: append under its lock.
-        row = _lock(tx, session_id)
-        if row is None:
-            raise StorageError(
-                "the session was created and deleted during this append", retryable=True
-            )
-    if expected is not None and row.latest_sequence != expected:
-        raise SequenceConflict(
-            "the session moved on since the sequence this append expects",
-            session_id=session_id,
-            stored=row.latest_sequence,
-            attempted=expected,
-            hint="another writer changed the session since it was read; read it again",
-        )
+        row = relocked(_lock(tx, session_id), "append")
+    check_append_sequence(prepared, row.latest_sequence)
     sequence, state_json = _advanced(row, session_id)
     start = row.context_length
     tail = prepared.tail_digest
@@ -175,10 +162,7 @@ def _runs_from(tx: Tx, session_id: str, index: int) -> list[tuple[int, list[Any]
     runs = []
     expected = None
     for run in tx.rows(tx.sql(ContextItemSql).chunks_from, (session_id, session_id, index)):
-        if expected is not None and run.start != expected:
-            raise CorruptRecord(
-                "checkpoint context chunks are not contiguous", session_id=session_id
-            )
+        check_chunk_start(expected, run.start, session_id)
         items = decode_stored(run.items_json, list[Any], "checkpoint context", session_id)
         runs.append((run.start, items))
         expected = run.start + len(items)
@@ -187,11 +171,7 @@ def _runs_from(tx: Tx, session_id: str, index: int) -> list[tuple[int, list[Any]
 
 def _ending_at(runs: list[tuple[int, list[Any]]], length: int, session_id: str) -> None:
     """Refuse chunks that do not end where the session row says the context ends."""
-    end = runs[-1][0] + len(runs[-1][1]) if runs else 0
-    if end != length:
-        raise CorruptRecord(
-            "checkpoint context does not match its stored length", session_id=session_id
-        )
+    check_context_length(runs[-1][0] + len(runs[-1][1]) if runs else 0, length, session_id)
 
 
 def _cut(
@@ -272,11 +252,7 @@ def replace(
     if row is None or row.latest_sequence != expected_sequence:
         return False
     length = row.context_length
-    if not drop_prefix <= start <= length:
-        raise InvalidInput(
-            f"a replacement must start within the context ({start} of {length} items)"
-            f" and after the dropped prefix ({drop_prefix})"
-        )
+    check_replace_start(start, drop_prefix, length)
     if drop_prefix == 0 and start == length and not items:
         return True  # nothing changes
     sql = tx.sql(ContextItemSql)

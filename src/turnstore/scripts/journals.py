@@ -10,7 +10,6 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from turnstore.engine.protocol import Query, Statements, Tx, insert, select
-from turnstore.errors import CorruptRecord, InvalidInput, SessionNotFound
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import (
     EventPage,
@@ -27,9 +26,11 @@ from turnstore.rules.journal import (
     EventWrite,
     PreparedEvent,
     deleted_later,
+    journal_latest,
     plan_event_write,
 )
 from turnstore.rules.pages import JournalQuery, split_page
+from turnstore.rules.stored import valid_stored
 from turnstore.rules.validation import validate_execution_record
 
 
@@ -221,9 +222,8 @@ def _page(tx: Tx, first: Query[R], then: Query[R], query: JournalQuery) -> list[
 
 def append_event(tx: Tx, session_id: str, event: PreparedEvent) -> JournalEvent:
     """Journal one event at the session's next sequence."""
-    latest = tx.value(tx.sql(JournalSql).lock_latest_event, (session_id,))
-    if latest is None:
-        raise SessionNotFound("event journal session does not exist", session_id=session_id)
+    found = tx.value(tx.sql(JournalSql).lock_latest_event, (session_id,))
+    latest = journal_latest(found, session_id)
     return store_events(tx, session_id, latest, [event], send_step_deltas(tx, session_id, [event]))[
         0
     ]
@@ -355,9 +355,7 @@ def _journal_event(session_id: str, row: EventRow) -> JournalEvent:
 def event_page(tx: Tx, query: JournalQuery) -> EventPage:
     """One newest-first page of a session's journal events, with its high-water mark."""
     sql = tx.sql(JournalSql)
-    latest = tx.value(sql.latest_event, (query.session_id,))
-    if latest is None:
-        raise SessionNotFound("event journal session does not exist", session_id=query.session_id)
+    latest = journal_latest(tx.value(sql.latest_event, (query.session_id,)), query.session_id)
     rows, last = split_page(_newest_events(tx, query), query.limit)
     return EventPage(
         latest_sequence=latest,
@@ -457,13 +455,7 @@ def transcript_page(tx: Tx, query: JournalQuery) -> TranscriptPage:
 
 def _execution(record_json: str) -> ExecutionRecord:
     record = decode_stored(record_json, ExecutionRecord, "execution record")
-    try:
-        validate_execution_record(record)
-    except InvalidInput as error:
-        raise CorruptRecord(
-            f"stored execution record is invalid: {error}", session_id=record.session_id
-        ) from None
-    return record
+    return valid_stored(validate_execution_record, record, "execution record", record.session_id)
 
 
 def execution_page(tx: Tx, query: JournalQuery) -> ExecutionPage:

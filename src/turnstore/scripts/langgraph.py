@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from turnstore.engine.protocol import Query, Statements, Tx, columns, insert, select
-from turnstore.errors import CorruptRecord
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ExecutionStats
 from turnstore.records.kinds.langgraph import KIND as THREAD
@@ -37,6 +36,7 @@ from turnstore.records.langgraph import (
 )
 from turnstore.rules.context import plan_context_write
 from turnstore.rules.saves import prepare_append
+from turnstore.rules.stored import check_list_items, stored_lineage
 from turnstore.scripts import search_cuts, sessions
 
 MAX_DEPTH = 4
@@ -251,9 +251,7 @@ def segments(tx: Tx, session_id: str, lineage: int, length: int) -> list[tuple[i
     end: int = length
     current: int | None = lineage
     while current is not None and end > 0:
-        row = tx.row(sql.lineage, (session_id, current))
-        if row is None:
-            raise CorruptRecord(f"list lineage {current} is missing", session_id=session_id)
+        row = stored_lineage(tx.row(sql.lineage, (session_id, current)), current, session_id)
         start = row.base_length if row.base_lineage is not None else 0
         if end > start:
             found.append((current, start, end))
@@ -426,9 +424,7 @@ def channel_value(tx: Tx, session_id: str, blob: BlobRow) -> ChannelValue:
     items: list[Typed] = []
     for lineage, start, end in segments(tx, session_id, blob.lineage, blob.length):
         items += tx.rows(sql.items, (session_id, lineage, start, end))
-    if len(items) != blob.length:
-        message = f"the list value of channel {blob.channel!r} is missing items"
-        raise CorruptRecord(message, session_id=session_id)
+    check_list_items(len(items), blob.length, blob.channel, session_id)
     return ChannelValue(blob.channel, None, items, blob.lineage)
 
 

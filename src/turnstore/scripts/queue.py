@@ -9,7 +9,6 @@ from typing import Any, NamedTuple
 import msgspec
 
 from turnstore.engine.protocol import Statements, Tx, insert, select, update
-from turnstore.errors import InvalidInput, QueuedWorkClaimExpired
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.runtime import (
     QueuedWorkBatch,
@@ -17,7 +16,13 @@ from turnstore.records.runtime import (
     QueuedWorkClaim,
     QueuedWorkClaimBoundary,
 )
-from turnstore.rules.queue import PreparedClaim, is_held, next_ready_group
+from turnstore.rules.queue import (
+    PreparedClaim,
+    check_new_batch,
+    held_batches,
+    is_held,
+    next_ready_group,
+)
 from turnstore.rules.validation import identifier
 from turnstore.scripts import sessions
 from turnstore.scripts.runtime_tables import now_ms
@@ -108,8 +113,7 @@ def enqueue(tx: Tx, session_id: str, draft: QueuedWorkBatchDraft) -> QueuedWorkB
     sql = tx.sql(QueueSql)
     sessions.ensure(tx, session_id)
     batch_id = draft.batch_id or uuid.uuid4().hex
-    if tx.value(sql.batch_exists, (session_id, batch_id)) is not None:
-        raise InvalidInput(f"queued work batch `{batch_id}` already exists")
+    check_new_batch(tx.value(sql.batch_exists, (session_id, batch_id)), batch_id)
     position = int(tx.value(sql.last_position, (session_id,)) or 0) + 1
     now = now_ms(tx)
     items_json = encode_json(draft.items).decode()
@@ -159,19 +163,7 @@ def held(tx: Tx, session_id: str, claim_id: str, batch_ids: Iterable[str]) -> li
     """Return the batches of a live claim, or raise QueuedWorkClaimExpired."""
     sessions.lock(tx, session_id)
     now = now_ms(tx)
-    wanted = set(batch_ids)
-    found = [
-        batch
-        for batch in batches(tx, session_id)
-        if batch.claim_id == claim_id and is_held(batch, now) and batch.batch_id in wanted
-    ]
-    if not wanted or len(found) != len(wanted):
-        raise QueuedWorkClaimExpired(
-            f"queued work claim `{claim_id}` for session `{session_id}` is missing or expired",
-            session_id=session_id,
-            claim_id=claim_id,
-        )
-    return found
+    return held_batches(batches(tx, session_id), now, session_id, claim_id, batch_ids)
 
 
 def complete(tx: Tx, session_id: str, claim_id: str, batch_ids: list[str]) -> None:

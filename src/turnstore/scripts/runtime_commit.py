@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from turnstore.engine.protocol import Tx
-from turnstore.errors import HeadRevisionConflict, InvalidInput, RuntimeTurnCommitConflict
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.runtime import (
     GraphAppend,
     GraphReplaceFull,
-    RuntimeCommit,
     RuntimeCommitResult,
     delta_leaf,
 )
-from turnstore.rules.runtime import PreparedCommit, ensure_supported_schema_version
+from turnstore.rules.runtime import (
+    PreparedCommit,
+    check_blobs_stored,
+    check_live_leaf,
+    check_live_parent,
+    check_new_node,
+    check_turn_commit,
+    ensure_supported_schema_version,
+    next_head_revision,
+)
 from turnstore.scripts import attachments, queue, sessions
 from turnstore.scripts.runtime_reads import head
 from turnstore.scripts.runtime_tables import (
@@ -26,10 +33,6 @@ from turnstore.scripts.runtime_tables import (
 )
 
 
-def _rust_option(value: int | None) -> str:
-    return "None" if value is None else f"Some({value})"
-
-
 def commit(tx: Tx, prepared: PreparedCommit) -> RuntimeCommitResult:
     """Apply one runtime commit whole: CAS, graph, blobs, ledger, queue, attachments, head."""
     given = prepared.commit
@@ -41,7 +44,7 @@ def commit(tx: Tx, prepared: PreparedCommit) -> RuntimeCommitResult:
     if earlier is not None:
         return earlier
     current = head(tx, session_id)
-    revision = _checked_revision(given, current)
+    revision = next_head_revision(given, None if current is None else int(current.head_revision))
     first_user_message, user_messages = _apply_graph(tx, prepared, current)
     _store_blobs(tx, prepared)
     _append_ledger(tx, prepared)
@@ -85,32 +88,11 @@ def _earlier_turn(tx: Tx, prepared: PreparedCommit) -> RuntimeCommitResult | Non
     earlier = tx.row(tx.sql(RuntimeSql).turn_commit, (session_id, stamp.turn_id))
     if earlier is None:
         return None
-    if earlier.commit_hash != prepared.turn_commit_hash:
-        raise RuntimeTurnCommitConflict(
-            f"runtime turn `{stamp.turn_id}` for session `{session_id}` was already "
-            "committed with a different commit hash",
-            session_id=session_id,
-            turn_id=stamp.turn_id,
-        )
+    check_turn_commit(session_id, stamp.turn_id, earlier.commit_hash, prepared.turn_commit_hash)
     result = decode_stored(earlier.result_json, RuntimeCommitResult, "turn commit", session_id)
     version = result.manifest.schema_version
     ensure_supported_schema_version("session checkpoint", version, session_id)
     return result
-
-
-def _checked_revision(commit: RuntimeCommit, current: HeadRow | None) -> int:
-    """The revision this commit creates, if it was built on the current head."""
-    stored = None if current is None else int(current.head_revision)
-    if commit.expected_head_revision != stored:
-        actual = stored or 0
-        raise HeadRevisionConflict(
-            "store head revision conflict: expected "
-            f"{_rust_option(commit.expected_head_revision)}, actual {actual}",
-            session_id=commit.session_id,
-            expected=commit.expected_head_revision,
-            actual=actual,
-        )
-    return (stored or 0) + 1
 
 
 def _apply_graph(
@@ -129,16 +111,11 @@ def _apply_graph(
         tx.run(sql.delete_nodes, (session_id,))
         first, count = None, 0
     for node_id, parent in prepared.stored_parents:
-        if tx.value(sql.live_node_exists, (session_id, parent)) is None:
-            raise InvalidInput(
-                f"graph node `{node_id}` names parent `{parent}`, which is not a live node of"
-                " the session or an earlier node of this commit"
-            )
+        check_live_parent(node_id, parent, tx.value(sql.live_node_exists, (session_id, parent)))
     if isinstance(graph, GraphAppend | GraphReplaceFull):
         position = int(tx.value(sql.last_node_position, (session_id,)) or 0)
         for node in prepared.node_rows:
-            if tx.value(sql.node_exists, (session_id, node.node_id)) is not None:
-                raise InvalidInput(f"graph node `{node.node_id}` already exists")
+            check_new_node(node.node_id, tx.value(sql.node_exists, (session_id, node.node_id)))
             position += 1
             row = NodeInsert(
                 session_id, node.node_id, node.parent_node_id, position, node.record_json
@@ -148,8 +125,8 @@ def _apply_graph(
             first = first if first is not None else prepared.user_messages[0]
             count += len(prepared.user_messages)
     leaf = delta_leaf(graph)
-    if leaf is not None and tx.value(sql.live_node, (session_id, leaf)) is None:
-        raise InvalidInput(f"graph leaf `{leaf}` is not a live node of the session")
+    if leaf is not None:
+        check_live_leaf(leaf, tx.value(sql.live_node, (session_id, leaf)))
     return first, count
 
 
@@ -162,9 +139,7 @@ def _store_blobs(tx: Tx, prepared: PreparedCommit) -> None:
     referenced = sorted(set(prepared.manifest.blob_refs()) - provided)
     if referenced:
         present = set(tx.values(sql.present_blobs, (tx.dialect.id_list(referenced),)))
-        missing = [ref for ref in referenced if ref not in present]
-        if missing:
-            raise InvalidInput(f"checkpoint references blob `{missing[0]}`, which is not stored")
+        check_blobs_stored(referenced, present)
 
 
 def _append_ledger(tx: Tx, prepared: PreparedCommit) -> None:

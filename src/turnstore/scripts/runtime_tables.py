@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from turnstore.engine.protocol import Statements, Tx, insert, select
-from turnstore.errors import CorruptRecord
+from turnstore.rules.stored import stored_blob
 
 
 class HeadRow(NamedTuple):
@@ -183,7 +183,4 @@ def blob_bytes(tx: Tx, ref: str | None, session_id: str | None = None) -> bytes 
     """The bytes of a stored blob, None for no ref; a ref with no blob is corrupt."""
     if ref is None:
         return None
-    data = tx.value(tx.sql(RuntimeSql).blob, (ref,))
-    if data is None:
-        raise CorruptRecord(f"blob `{ref}` is missing from the store", session_id=session_id)
-    return bytes(data)
+    return stored_blob(tx.value(tx.sql(RuntimeSql).blob, (ref,)), ref, session_id)

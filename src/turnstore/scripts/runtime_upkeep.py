@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from turnstore.engine.protocol import Tx
-from turnstore.errors import InvalidInput
 from turnstore.records.base import decode_stored
 from turnstore.records.runtime import (
     RUNTIME_RECORD_SCHEMA_VERSION,
@@ -13,7 +12,11 @@ from turnstore.records.runtime import (
     VacuumReport,
     relation_parent,
 )
-from turnstore.rules.runtime import ensure_supported_schema_version
+from turnstore.rules.runtime import (
+    check_no_live_child,
+    check_tombstone_leaf,
+    ensure_supported_schema_version,
+)
 from turnstore.rules.validation import identifiers, optional_identifier
 from turnstore.scripts import sessions
 from turnstore.scripts.runtime_reads import head
@@ -38,18 +41,9 @@ def tombstone(tx: Tx, session_id: str, node_ids: list[str]) -> None:
         return
     sql = tx.sql(RuntimeSql)
     found = head(tx, session_id)
-    if found is not None and found.leaf_node_id in wanted:
-        raise InvalidInput(
-            f"graph node `{found.leaf_node_id}` is the session's leaf and cannot be tombstoned;"
-            " commit another leaf first"
-        )
+    check_tombstone_leaf(None if found is None else found.leaf_node_id, wanted)
     ids = tx.dialect.id_list(wanted)
-    child = tx.row(sql.live_child_outside, (session_id, ids, ids))
-    if child is not None:
-        raise InvalidInput(
-            f"graph node `{child.parent_node_id}` has the live child `{child.node_id}`;"
-            " tombstone a node only with all of its descendants"
-        )
+    check_no_live_child(tx.row(sql.live_child_outside, (session_id, ids, ids)))
     tx.run(sql.tombstone, (True, session_id, ids))
 
 

@@ -18,6 +18,7 @@ import msgspec
 
 from turnstore.engine.protocol import Statements, Tx
 from turnstore.errors import CorruptRecord, InvalidInput
+from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, ExecutionStats, StreamMetrics
 from turnstore.records.protocol import Event, SessionContext
 from turnstore.records.runtime import (
@@ -30,6 +31,7 @@ from turnstore.records.runtime import (
     TokenLedgerEntry,
 )
 from turnstore.rules.runtime import ensure_supported_schema_version
+from turnstore.rules.stored import check_checkpoint_row, check_event_batch, valid_stored
 from turnstore.rules.validation import validate_execution_record, validate_stored_checkpoint
 from turnstore.scripts.runtime_tables import blob_bytes
 from turnstore.scripts.transfer_rows import Table
@@ -37,8 +39,7 @@ from turnstore.scripts.transfer_rows import Table
 _JSON_LIST = list[msgspec.Raw]
 """A JSON array whose items are any JSON: checked for syntax without building its values."""
 
-# (table, column) -> (the type a read decodes the column into, what a read calls it). The
-# decoders are built here, at import, in one thread (see records.base on why that matters).
+# (table, column) -> (the type a read decodes the column into, what a read calls it).
 _COLUMNS: dict[tuple[str, str], tuple[Any, str]] = {
     ("sessions", "checkpoint_state_json"): (Checkpoint, "checkpoint"),
     ("sessions", "session_context_json"): (SessionContext, "session context"),
@@ -63,7 +64,6 @@ _COLUMNS: dict[tuple[str, str], tuple[Any, str]] = {
     ("lg_checkpoints", "versions_json"): (dict[str, Any], "channel versions"),
     ("lg_checkpoints", "delta_channels_json"): (_JSON_LIST, "delta channels"),
 }
-_DECODERS = {key: msgspec.json.Decoder(type_) for key, (type_, _) in _COLUMNS.items()}
 _NULL = b"null"
 
 
@@ -119,11 +119,8 @@ class RowCheck:
 
     def _session(self, record: Any, decoded: dict[str, Any]) -> None:
         checkpoint: Checkpoint = decoded["checkpoint_state_json"]
-        _validated(validate_stored_checkpoint, checkpoint, "checkpoint", record.session_id)
-        if checkpoint.session_id != record.session_id or (
-            checkpoint.sequence != record.latest_sequence
-        ):
-            raise CorruptRecord("checkpoint row does not match its index")
+        valid_stored(validate_stored_checkpoint, checkpoint, "checkpoint", record.session_id)
+        check_checkpoint_row(checkpoint, record.session_id, record.latest_sequence)
         self._context_lengths[record.session_id] = record.context_length
 
     def _chunk(self, record: Any, decoded: dict[str, Any]) -> None:
@@ -132,19 +129,12 @@ class RowCheck:
 
     def _execution(self, record: Any, decoded: dict[str, Any]) -> None:
         execution = decoded["record_json"]
-        _validated(validate_execution_record, execution, "execution record", record.session_id)
+        valid_stored(validate_execution_record, execution, "execution record", record.session_id)
 
     def _batch(self, record: Any, decoded: dict[str, Any]) -> None:
         sequences = [event[0] for event in decoded["events_json"]]
-        if (
-            not sequences
-            or sequences != sorted(set(sequences))
-            or (sequences[0], sequences[-1], len(sequences))
-            != (record.first_sequence, record.last_sequence, record.event_count)
-        ):
-            raise CorruptRecord(
-                "stored event batch does not match its index", session_id=record.session_id
-            )
+        first, last, count = record.first_sequence, record.last_sequence, record.event_count
+        check_event_batch(sequences, first, last, count, record.session_id)
 
     def _head(self, record: Any, decoded: dict[str, Any]) -> None:
         ensure_supported_schema_version("session head", record.schema_version, record.session_id)
@@ -172,20 +162,8 @@ def _is_null(raw: msgspec.Raw) -> bool:
 
 
 def _decode(table: str, column: str, raw: msgspec.Raw, session_id: str | None) -> Any:
-    try:
-        return _DECODERS[(table, column)].decode(raw)
-    except msgspec.DecodeError as error:
-        what = _COLUMNS[(table, column)][1]
-        raise CorruptRecord(
-            f"stored {what} does not decode: {error}", session_id=session_id
-        ) from None
-
-
-def _validated(check: Callable[[Any], None], value: Any, what: str, session_id: str) -> None:
-    try:
-        check(value)
-    except InvalidInput as error:
-        raise CorruptRecord(f"stored {what} is invalid: {error}", session_id=session_id) from None
+    type_, what = _COLUMNS[(table, column)]
+    return decode_stored(raw, type_, what, session_id)
 
 
 def _hydrate(tx: Tx, session_id: str, ref: str) -> None:
@@ -193,7 +171,7 @@ def _hydrate(tx: Tx, session_id: str, ref: str) -> None:
     data = blob_bytes(tx, ref, session_id)
     if data is None:
         return
-    manifest = _blob(data, SessionCheckpoint, "checkpoint manifest")
+    manifest = decode_stored(data, SessionCheckpoint, "checkpoint manifest")
     ensure_supported_schema_version("session checkpoint", manifest.schema_version, session_id)
     for blob_ref, what in (
         (manifest.tool_state_ref, "tool state"),
@@ -201,15 +179,8 @@ def _hydrate(tx: Tx, session_id: str, ref: str) -> None:
     ):
         found = blob_bytes(tx, blob_ref, session_id)
         if found is not None:
-            _blob(found, Any, what)
+            decode_stored(found, Any, what)
     blob_bytes(tx, manifest.execution_state_ref, session_id)
-
-
-def _blob(data: bytes, type_: Any, what: str) -> Any:
-    try:
-        return msgspec.json.decode(data, type=type_)
-    except msgspec.DecodeError as error:
-        raise CorruptRecord(f"stored {what} does not decode: {error}") from None
 
 
 class StoredRowSql(Statements):

@@ -19,11 +19,24 @@ from typing import IO, Any
 import msgspec
 
 from turnstore.engine.protocol import Statements, Tx, select
-from turnstore.errors import CorruptRecord, InvalidInput, SessionExists, SessionNotFound
+from turnstore.errors import CorruptRecord
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ForkTree
 from turnstore.records.runtime import SessionCheckpoint
 from turnstore.records.upkeep import OnConflict
+from turnstore.rules.transfer import (
+    check_export_sessions,
+    check_export_tree,
+    check_import_conflict,
+    check_row,
+    check_row_owner,
+    check_tree_problems,
+    check_tree_root,
+    check_tree_rows,
+    check_tree_session,
+    export_line,
+    row_params,
+)
 from turnstore.scripts import checkpoints, search, sessions
 from turnstore.scripts.stored_rows import RowCheck
 from turnstore.scripts.transfer_rows import (
@@ -106,10 +119,7 @@ def roots(tx: Tx, session_ids: list[str] | None, owner_id: str | None) -> list[s
     sql = tx.sql(TransferSql)
     if session_ids is not None:
         ids = sorted(set(session_ids))
-        found = set(tx.values(sql.present, (tx.dialect.id_list(ids),)))
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise SessionNotFound(f"no session {missing[0]!r} to export", session_id=missing[0])
+        check_export_sessions(ids, set(tx.values(sql.present, (tx.dialect.id_list(ids),))))
         return list(tx.values(sql.roots_of, (tx.dialect.id_list(ids),)))
     if owner_id is not None:
         return list(tx.values(sql.owner_roots, (owner_id,)))
@@ -246,18 +256,7 @@ class LineSource:
             return None
         self.number += 1
         self.read_bytes += len(raw)
-        if limit is not None and len(raw) > limit:
-            raise InvalidInput(
-                f"export line {self.number} is longer than the {limit:,}-byte limit on a"
-                " line (an import holds three to four times its longest line in memory); raise it"
-                " with max_line_bytes (turnstore import --max-line-mib)"
-            )
-        try:
-            return LINE_DECODER.decode(raw), len(raw)
-        except msgspec.ValidationError as error:
-            raise InvalidInput(f"export line {self.number}: {error}") from None
-        except msgspec.DecodeError as error:
-            raise InvalidInput(f"export line {self.number} is not JSON: {error}") from None
+        return export_line(raw, self.number, limit, LINE_DECODER.decode), len(raw)
 
     def push_back(self, line: Any, size: int) -> None:
         """Return a line to be read again by the next `next()`."""
@@ -278,18 +277,12 @@ def import_tree(
 ) -> TreeOutcome:
     """Write one tree's rows from `source`, or skip them when the tree is already present."""
     ids = header.session_ids
-    if not ids or ids[0] != header.root:
-        raise InvalidInput(f"export line {source.number}: a tree must list its root first")
+    check_tree_root(ids, header.root, source.number)
     present = tx.values(tx.sql(TransferSql).present, (tx.dialect.id_list(ids),))
     if present:
         if _same_tree(tx, header):
             return TreeOutcome(False, _consume(source, header, None))
-        if on_conflict == "fail":
-            raise SessionExists(
-                f"session {present[0]!r} exists with other content; import with "
-                "on_conflict='skip' to keep it or 'replace' to overwrite it",
-                session_id=present[0],
-            )
+        check_import_conflict(on_conflict, present)
         if on_conflict == "skip":
             return TreeOutcome(False, _consume(source, header, None))
         replaced = sorted({i for root in present for i in tree(tx, root)})
@@ -298,17 +291,9 @@ def import_tree(
         replaced = []
     sink = _Sink(tx, header.root)
     count = _consume(source, header, sink)
-    problems = sink.check.finish(tx)
-    if problems:
-        raise InvalidInput(
-            f"export tree {header.root!r}: {problems[0]}; no read could use it, so the tree"
-            " is not imported"
-        )
+    check_tree_problems(header.root, sink.check.finish(tx))
     for session_id in ids:
-        if sessions.summary(tx, session_id) is None:
-            raise InvalidInput(
-                f"export tree {header.root!r} has no sessions row for {session_id!r}"
-            )
+        check_tree_session(header.root, session_id, sessions.summary(tx, session_id))
         # An imported session's journal is new to anyone waiting on it.
         tx.wrote_events(session_id)
         # The search index is derived: an imported session is indexed from what it holds.
@@ -340,18 +325,8 @@ class _Sink:
 
     def add(self, table: Table, record: Any, size: int, number: int) -> None:
         """Check one row and queue it for insertion."""
-        problem = self.check.row(table, record)
-        if problem is not None:
-            raise InvalidInput(
-                f"export line {number}: {problem}; no read could use it, so tree "
-                f"{self.root!r} is not imported"
-            )
-        try:
-            params = to_params(table, record)
-        except UnicodeDecodeError as error:
-            raise InvalidInput(
-                f"export line {number}: a JSON column is not UTF-8: {error}"
-            ) from None
+        check_row(number, self.check.row(table, record), self.root)
+        params = row_params(number, lambda: to_params(table, record))
         if self.batch and (
             table is not self.table or len(self.batch) >= BATCH_ROWS or self.size > BATCH_BYTES
         ):
@@ -390,23 +365,16 @@ def _consume(source: LineSource, header: TreeHeader, sink: _Sink | None) -> int:
         del read, record
     if sink is not None:
         sink.flush()
-    if count != header.row_count or digest.hexdigest() != header.digest:
-        raise InvalidInput(
-            f"export tree {header.root!r} is damaged or cut off: its rows do not match the "
-            f"count and digest its tree line gives (line {source.number})"
-        )
+    check_tree_rows(
+        header.root, count, digest.hexdigest(), header.row_count, header.digest, source.number
+    )
     return count
 
 
 def _check_owner(table: Table, record: Any, allowed: set[str], number: int) -> None:
     if not table.session_column:
         return
-    owner = getattr(record, table.session_column)
-    if owner not in allowed:
-        raise InvalidInput(
-            f"export line {number}: a {table.name} row of session {owner!r}, which its tree "
-            "does not list"
-        )
+    check_row_owner(table.name, getattr(record, table.session_column), allowed, number)
 
 
 SPOOL_BYTES = 8 << 20
@@ -416,8 +384,7 @@ SPOOL_BYTES = 8 << 20
 def export_tree(tx: Tx, root: str, out: IO[bytes]) -> tuple[list[str], int]:
     """Write one tree (its `tree` line, then its rows) to `out`; its sessions and row count."""
     ids = tree(tx, root)
-    if not ids:
-        raise SessionNotFound(f"no session {root!r} to export", session_id=root)
+    check_export_tree(ids, root)
     digest = hashlib.sha256()
     count = 0
     # The tree line gives the rows' digest, so the rows are spooled while it is computed.

@@ -14,6 +14,8 @@ from typing import Any, Literal, Union
 
 import msgspec
 
+from turnstore.rules.transfer import check_exportable_json
+
 Kind = Literal["int", "text", "bytes", "bool", "json"]
 
 FORMAT_VERSION = 1
@@ -249,8 +251,7 @@ def to_record(table: Table, row: tuple[Any, ...]) -> msgspec.Struct:
         if value is None:
             values.append(msgspec.Raw(_NULL) if column.kind == "json" else None)
         elif column.kind == "json":
-            if column.nullable and value == "null":
-                raise ValueError(f"{table.name}.{column.name} holds JSON null; it cannot export")
+            check_exportable_json(table.name, column.name, column.nullable, value)
             values.append(msgspec.Raw(value))  # no copy of a long text
         elif column.kind == "bool":
             values.append(bool(value))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from turnstore.engine.protocol import Statements, Tx, select
-from turnstore.errors import SessionNotFound
 from turnstore.records.checkpoint import EventPage
+from turnstore.rules.journal import journal_latest
 from turnstore.rules.watch import AfterQuery
 from turnstore.scripts.journals import _journal_event, events_from
 
@@ -32,9 +32,7 @@ class WatchSql(Statements):
 def events_after(tx: Tx, query: AfterQuery) -> EventPage:
     """A session's journal events after a cursor, oldest first, with its high-water mark."""
     sql = tx.sql(WatchSql)
-    latest = tx.value(sql.latest_event, (query.session_id,))
-    if latest is None:
-        raise SessionNotFound("event journal session does not exist", session_id=query.session_id)
+    latest = journal_latest(tx.value(sql.latest_event, (query.session_id,)), query.session_id)
     rows = events_from(tx, query.session_id, query.after, query.limit)
     return EventPage(
         latest_sequence=latest,
