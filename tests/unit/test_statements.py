@@ -29,6 +29,7 @@ DIALECT = Dialect(
     children="tree JOIN t AS child ON child.parent = tree.id",
     blob_read_lock="",
     blob_write_lock="",
+    uri_lock="",
     text_search=TsvectorSearch(),
 )
 

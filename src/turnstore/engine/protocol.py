@@ -148,6 +148,10 @@ class Dialect:
     """Statement a commit runs so that garbage collection cannot delete blobs under it."""
     blob_write_lock: str
     """Statement garbage collection runs to exclude commits while it decides what to delete."""
+    uri_lock: str
+    """Statement of one parameter, an attachment's canonical URI, that makes intents naming one
+    URI take turns, where concurrent writers would each miss the other's uncommitted row
+    (empty where one writer serialises everything)."""
     text_search: TextSearch
     """The text index: FTS5 (SQLite), a `tsvector` column's GIN index (PostgreSQL)."""
     server_cursors: bool = False

@@ -68,11 +68,6 @@ class AttachmentSql(Statements):
         "SELECT 1 FROM attachment_manifest WHERE canonical_uri = ? AND session_id <> ? LIMIT 1"
     )
     uri_named = "SELECT 1 FROM attachment_manifest WHERE canonical_uri = ? LIMIT 1"
-    # PostgreSQL only: two sessions recording one URI at once would each miss the other's
-    # uncommitted row, so intents naming one URI take turns.
-    uri_lock = (
-        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':attachment:' || ?, 0))"
-    )
 
 
 def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
@@ -85,8 +80,8 @@ def record_intent(tx: Tx, intent: AttachmentIntent) -> None:
     identifier(intent.canonical_uri, "attachment canonical URI")
     sql = tx.sql(AttachmentSql)
     sessions.ensure(tx, intent.session_id)
-    if tx.dialect.lock:  # concurrent writers (PostgreSQL); SQLite has a single writer
-        tx.value(sql.uri_lock, (intent.canonical_uri,))
+    if tx.dialect.uri_lock:
+        tx.value(tx.dialect.uri_lock, (intent.canonical_uri,))
     check_uri_free(
         intent, tx.value(sql.uri_of_another_session, (intent.canonical_uri, intent.session_id))
     )

@@ -55,6 +55,8 @@ POSTGRES = Dialect(
     # about to reference is never deleted between the commit's insert and its head update.
     blob_read_lock=f"SELECT pg_advisory_xact_lock_shared({_BLOB_LOCK_KEY})",
     blob_write_lock=f"SELECT pg_advisory_xact_lock({_BLOB_LOCK_KEY})",
+    uri_lock="SELECT pg_advisory_xact_lock("
+    "hashtextextended(current_schema() || ':attachment:' || %s, 0))",
     text_search=TsvectorSearch(),
     server_cursors=True,
     # Pipeline mode needs libpq 14 or newer (psycopg's binary wheels bundle one).

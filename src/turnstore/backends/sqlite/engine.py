@@ -35,6 +35,7 @@ SQLITE = Dialect(
     children="tree JOIN sessions AS child ON child.parent_session_id = tree.session_id",
     blob_read_lock="",
     blob_write_lock="",
+    uri_lock="",
     text_search=Fts5Search(),
 )
 
