@@ -169,6 +169,19 @@ async def test_a_shared_store_stays_open_after_a_session_closes(store_url: str) 
         await session.add_items([{"role": "user", "content": "x"}])
         session.close()
         assert await store.context_tail("shared") == [{"role": "user", "content": "x"}]
+        # The session borrowed the store: closing it ended the session's calls, not the store's.
+        with pytest.raises(StoreClosed):
+            await session.get_items()
+        with pytest.raises(StoreClosed):
+            await session.add_items([])
+
+
+def test_a_session_borrows_a_blocking_store_too(store_url: str) -> None:
+    with turnstore.open_blocking(store_url) as store:
+        session = TurnstoreSession("lent", store)
+        asyncio.run(session.add_items([{"role": "user", "content": "x"}]))
+        session.close()
+        assert store.context_tail("lent") == [{"role": "user", "content": "x"}]
 
 
 def _writer(url: str, session_id: str, writer: str, count: int) -> subprocess.Popen[str]:

@@ -14,16 +14,15 @@ or many, keep one total order. The session is in turnstore's catalog, owned by `
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from turnstore import Store, open
+from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
 from turnstore.integrations import requires_extra
-from turnstore.seam import optional_identifier, validate_session_id
+from turnstore.records.kinds.openai_agents import KIND as AGENTS
+from turnstore.seam import Shared, borrow, optional_identifier, validate_session_id
 
 with requires_extra(__name__, "the OpenAI Agents SDK", "openai-agents"):
     from agents.memory.session import _CompactionSnapshot
@@ -34,7 +33,7 @@ with requires_extra(__name__, "the OpenAI Agents SDK", "openai-agents"):
     )
 
 
-KIND = "openai-agents"
+KIND = AGENTS.name
 """The kind of session an SDK session is in the catalog and in search."""
 _PAGE = 100
 """Items read at a time when looking for an expired prefix."""
@@ -43,15 +42,16 @@ _PAGE = 100
 class TurnstoreSession:
     """An `agents.memory.Session` stored in turnstore (SQLite or PostgreSQL).
 
-    `store` is an open async `turnstore.Store`, shared by many sessions, or a store URL that
-    this session opens and `close()` closes. `owner_id` owns the session in the catalog
-    when this session creates it. `session_settings.limit` is the default of `get_items`.
+    `store` is an open `turnstore.Store` (or `BlockingStore`), shared by many sessions, whose
+    connections the session borrows and leaves open; or a store URL (or path) that this
+    session opens and `close()` closes. `owner_id` owns the session in the catalog when this
+    session creates it. `session_settings.limit` is the default of `get_items`.
     """
 
     def __init__(
         self,
         session_id: str,
-        store: Store | str | os.PathLike[str],
+        store: Store | BlockingStore | str | os.PathLike[str],
         *,
         owner_id: str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
@@ -63,9 +63,8 @@ class TurnstoreSession:
             if session_settings is None
             else coerce_session_settings(session_settings)
         )
-        self._owns_store = not isinstance(store, Store)
-        self._closed = False
-        self.store = store if isinstance(store, Store) else open(store)
+        self._shared: Shared = borrow(store)
+        self.store: Store = self._shared.store
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The session's items, oldest first: the newest `limit` (settings' default) or all.
@@ -82,7 +81,7 @@ class TurnstoreSession:
         if isinstance(items, str | bytes | dict):
             raise InvalidInput(f"items must be a list, not {type(items).__name__}")
         batch = list(items)
-        if self._closed:
+        if self._shared.closed:
             raise StoreClosed("the session is closed")  # even for nothing to add
         if batch:
             await self.store.append_context(self.session_id, batch, self.owner_id, kind=KIND)
@@ -135,19 +134,14 @@ class TurnstoreSession:
         return count
 
     def close(self) -> None:
-        """Close the store this session opened from a URL; blocks, as `SQLiteSession.close`.
+        """Close the session, and the store it opened from a URL; blocks, as
+        `SQLiteSession.close`.
 
-        A store passed in stays open: it belongs to the caller. Later calls of a session
-        whose store is closed raise `StoreClosed`.
+        A store passed in stays open: it belongs to the caller. Later calls of a closed
+        session raise `StoreClosed`.
         """
-        self._closed = True
-        if self._owns_store:
-            # Its own thread and event loop: this may be called from inside a running loop.
-            with ThreadPoolExecutor(1, thread_name_prefix="turnstore-close") as pool:
-                pool.submit(lambda: asyncio.run(self.store.close())).result()
+        self._shared.close()
 
     async def aclose(self) -> None:
-        """Close the store this session opened from a URL, without blocking the loop."""
-        self._closed = True
-        if self._owns_store:
-            await self.store.close()
+        """Close, as `close()`, without blocking the event loop."""
+        await self._shared.aclose()
