@@ -278,6 +278,66 @@ def test_a_thread_is_a_session_of_the_catalog(saver, store_url, database):
     assert saver.get_tuple(config("cat")) is None
 
 
+def _checkpoint(checkpoint_id: str, messages: list[Any], step: int) -> Any:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = checkpoint_id
+    checkpoint["channel_values"] = {"messages": messages}
+    checkpoint["channel_versions"] = {"messages": _version(step)}
+    return checkpoint
+
+
+def _version(step: int) -> str:
+    return f"{step:010}"
+
+
+def test_a_list_whose_lineage_is_gone_is_stored_whole(saver, store_url):
+    """The saver sends a list as the new items of a lineage it remembers; when another hand
+    deleted the thread meanwhile, the store's put sends the request again with it whole."""
+    from langchain_core.messages import HumanMessage
+
+    first = [HumanMessage(content=f"m{n}", id=f"m{n}") for n in range(3)]
+    stored = saver.put(config("gone"), _checkpoint("c1", first, 1), {}, {"messages": _version(1)})
+    remembered = saver.get_tuple(stored).checkpoint["channel_values"]["messages"]
+    with turnstore.open_blocking(store_url) as store:
+        assert store.delete_sessions(["langgraph/gone"])
+    grown = [*remembered, HumanMessage(content="m3", id="m3")]
+    again = saver.put(stored, _checkpoint("c2", grown, 2), {}, {"messages": _version(2)})
+    loaded = saver.get_tuple(again)
+    assert [m.id for m in loaded.checkpoint["channel_values"]["messages"]] == [
+        "m0",
+        "m1",
+        "m2",
+        "m3",
+    ]
+
+
+async def test_a_listing_pages_through_limits_and_filters(saver, monkeypatch):
+    """`list` and `alist` read page by page (a page of 3 here): every checkpoint newest
+    first, a limit cut across pages, a metadata filter applied before the limit."""
+    import turnstore.integrations.langgraph as module
+
+    monkeypatch.setattr(module, "PAGE", 3)
+    parent = config("pages")
+    for step in range(10):
+        checkpoint = _checkpoint(f"c{step:02}", [step], step)
+        metadata = {"step": step, "source": "loop" if step % 2 else "input"}
+        parent = saver.put(parent, checkpoint, metadata, {"messages": _version(step)})
+
+    def ids(items: list[Any]) -> list[str]:
+        return [item.config["configurable"]["checkpoint_id"] for item in items]
+
+    newest = [f"c{step:02}" for step in reversed(range(10))]
+    odd = [f"c{step:02}" for step in reversed(range(10)) if step % 2]
+    cases = [({}, newest), ({"limit": 7}, newest[:7]), ({"filter": {"source": "loop"}}, odd)]
+    cases += [({"filter": {"source": "loop"}, "limit": 4}, odd[:4]), ({"limit": 0}, [])]
+    for options, expected in cases:
+        assert ids(list(saver.list(config("pages"), **options))) == expected, options
+        assert ids([item async for item in saver.alist(config("pages"), **options)]) == expected
+    assert ids(list(saver.list(None, limit=5))) == newest[:5]
+
+
 # --- refusals -----------------------------------------------------------------------------------
 
 

@@ -2,18 +2,20 @@
 
 Each method forwards to one operation of `turnstore.ops.langgraph`, like the store's other
 faces; `tools/async_to_sync.py` writes the blocking twin. The rows are already encoded: the
-LangGraph saver (`turnstore.integrations.langgraph`) serialises values and builds requests.
+LangGraph saver (`turnstore.integrations.langgraph`) serialises values and builds requests,
+and each of its methods is one call here (a listing, one call a page).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from turnstore.drivers.steps import AsyncDriver
 from turnstore.ops import langgraph as langgraph_ops
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
+    ListedPage,
     LoadedCheckpoint,
     PutRequest,
     PutResult,
@@ -28,9 +30,16 @@ class LangGraphTables:
     def __init__(self, driver: AsyncDriver) -> None:
         self._driver = driver
 
-    async def put(self, request: PutRequest) -> PutResult:
-        """Store a checkpoint and its new channel versions in one commit."""
-        return await self._driver.run(langgraph_ops.put(request))
+    async def put(
+        self, request: PutRequest, whole: Callable[[list[str]], PutRequest] | None = None
+    ) -> PutResult:
+        """Store a checkpoint and its new channel versions in one commit.
+
+        A list sent as new items of a lineage that is gone comes back `missing`, unless
+        `whole` is given: it builds the request again with those channels' lists whole
+        (from their names), and that request is stored.
+        """
+        return await self._driver.run(langgraph_ops.put(request, whole))
 
     async def put_writes(self, request: WritesRequest) -> None:
         """Store a task's pending writes on a checkpoint."""
@@ -44,13 +53,15 @@ class LangGraphTables:
             langgraph_ops.get(session_id, checkpoint_ns, checkpoint_id), session_id
         )
 
-    async def search(self, query: SearchQuery) -> list[CheckpointRow]:
-        """One newest-first page of checkpoint rows matching a listing."""
-        return await self._driver.run(langgraph_ops.search(query))
-
-    async def load_rows(self, rows: Iterable[CheckpointRow]) -> list[LoadedCheckpoint]:
-        """The values and writes of checkpoints a search found."""
-        return await self._driver.run(langgraph_ops.load_rows(rows))
+    async def list_page(
+        self,
+        query: SearchQuery,
+        keep: Callable[[CheckpointRow], bool] | None = None,
+        remaining: int | None = None,
+    ) -> ListedPage:
+        """One page of a listing: the checkpoints of a search page that `keep` keeps (at most
+        `remaining`), loaded; and the query of the next page, or None at the listing's end."""
+        return await self._driver.run(langgraph_ops.list_page(query, keep, remaining))
 
     async def delta_history(
         self,
@@ -76,6 +87,10 @@ class LangGraphTables:
     async def keep_latest(self, session_ids: Sequence[str]) -> None:
         """Prune each thread to its namespaces' newest checkpoints (and what they replay)."""
         await self._driver.run(langgraph_ops.keep_latest(session_ids))
+
+    async def prune(self, session_ids: Sequence[str], strategy: str = "keep_latest") -> None:
+        """Prune threads: `keep_latest` (see that method) or `delete` (`delete_threads`)."""
+        await self._driver.run(langgraph_ops.prune(session_ids, strategy))
 
     async def copy(self, source: str, target: str) -> bool:
         """Copy a thread's checkpoints, values and writes to another thread."""

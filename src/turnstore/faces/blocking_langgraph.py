@@ -5,13 +5,14 @@ Generated from `turnstore.faces.aio_langgraph` by `tools/async_to_sync.py`; do n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from turnstore.drivers.steps import BlockingDriver
 from turnstore.ops import langgraph as langgraph_ops
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
+    ListedPage,
     LoadedCheckpoint,
     PutRequest,
     PutResult,
@@ -26,9 +27,16 @@ class BlockingLangGraphTables:
     def __init__(self, driver: BlockingDriver) -> None:
         self._driver = driver
 
-    def put(self, request: PutRequest) -> PutResult:
-        """Store a checkpoint and its new channel versions in one commit."""
-        return self._driver.run(langgraph_ops.put(request))
+    def put(
+        self, request: PutRequest, whole: Callable[[list[str]], PutRequest] | None = None
+    ) -> PutResult:
+        """Store a checkpoint and its new channel versions in one commit.
+
+        A list sent as new items of a lineage that is gone comes back `missing`, unless
+        `whole` is given: it builds the request again with those channels' lists whole
+        (from their names), and that request is stored.
+        """
+        return self._driver.run(langgraph_ops.put(request, whole))
 
     def put_writes(self, request: WritesRequest) -> None:
         """Store a task's pending writes on a checkpoint."""
@@ -42,13 +50,15 @@ class BlockingLangGraphTables:
             langgraph_ops.get(session_id, checkpoint_ns, checkpoint_id), session_id
         )
 
-    def search(self, query: SearchQuery) -> list[CheckpointRow]:
-        """One newest-first page of checkpoint rows matching a listing."""
-        return self._driver.run(langgraph_ops.search(query))
-
-    def load_rows(self, rows: Iterable[CheckpointRow]) -> list[LoadedCheckpoint]:
-        """The values and writes of checkpoints a search found."""
-        return self._driver.run(langgraph_ops.load_rows(rows))
+    def list_page(
+        self,
+        query: SearchQuery,
+        keep: Callable[[CheckpointRow], bool] | None = None,
+        remaining: int | None = None,
+    ) -> ListedPage:
+        """One page of a listing: the checkpoints of a search page that `keep` keeps (at most
+        `remaining`), loaded; and the query of the next page, or None at the listing's end."""
+        return self._driver.run(langgraph_ops.list_page(query, keep, remaining))
 
     def delta_history(
         self,
@@ -74,6 +84,10 @@ class BlockingLangGraphTables:
     def keep_latest(self, session_ids: Sequence[str]) -> None:
         """Prune each thread to its namespaces' newest checkpoints (and what they replay)."""
         self._driver.run(langgraph_ops.keep_latest(session_ids))
+
+    def prune(self, session_ids: Sequence[str], strategy: str = "keep_latest") -> None:
+        """Prune threads: `keep_latest` (see that method) or `delete` (`delete_threads`)."""
+        self._driver.run(langgraph_ops.prune(session_ids, strategy))
 
     def copy(self, source: str, target: str) -> bool:
         """Copy a thread's checkpoints, values and writes to another thread."""

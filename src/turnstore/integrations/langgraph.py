@@ -17,17 +17,19 @@ stored lineage of items. The extension is found by identity, item by item, so it
 guessed from equal-looking values; a list that does not extend a known one is stored whole,
 as a new lineage, once. Reading any checkpoint reads each list's items in at most five
 ranges. One saver serves the sync and the async API over the same store: it borrows the store
-through `turnstore.seam`, and each operation is written once as a flow of calls on the
-LangGraph tables (`store.langgraph`) that either face runs.
+through `turnstore.seam`, and each method is one call of the LangGraph tables
+(`store.langgraph`, a listing one call a page): of the blocking face for the sync API, of the
+async face for the async one. The operation behind each call is written once, as steps, in
+the store; the saver only encodes before the call and decodes after it.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
@@ -37,6 +39,7 @@ from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
     LoadedCheckpoint,
+    PutRequest,
     PutResult,
     SearchQuery,
     WriteRow,
@@ -68,40 +71,8 @@ with requires_extra(__name__, "LangGraph", "langgraph"):
         target_of,
     )
 
-T = TypeVar("T")
-
 PAGE = 100
 """Checkpoints a listing reads at a time."""
-
-_Ask = Callable[[Any], Any]
-"""One call on the LangGraph tables: given `store.langgraph` of either face, its result
-(an awaitable on the async face)."""
-_Flow = Generator[_Ask, Any, T]
-"""An operation of the saver: yields calls on the tables, receives their results, returns
-its value; `_run` runs it on the blocking face and `_arun` on the async one."""
-
-
-class _Cursor:
-    """Where a listing is: the next page's position and how many checkpoints it may still give."""
-
-    def __init__(self, limit: int | None) -> None:
-        self.remaining = limit
-        self.after: tuple[str, str, str] | None = None
-        self.more = limit is None or limit > 0
-
-    def advance(
-        self, tuples: list[CheckpointTuple], rows: list[CheckpointRow], page: int
-    ) -> list[CheckpointTuple]:
-        """Move past one page; return the checkpoints of it the listing gives."""
-        given = tuples[: self.remaining]
-        if self.remaining is not None:
-            self.remaining -= len(given)
-        last = rows[-1] if len(rows) == page else None
-        self.after = (
-            None if last is None else (last.checkpoint_id, last.session_id, last.checkpoint_ns)
-        )
-        self.more = self.after is not None and (self.remaining is None or self.remaining > 0)
-        return given
 
 
 class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
@@ -167,50 +138,36 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     ) -> None:
         await self.aclose()
 
-    # --- running a flow on either face ------------------------------------------------------
+    # --- what a call needs before and after the store ---------------------------------------
 
     def _open(self) -> Shared:
-        # A flow encodes before its first call: a closed saver refuses before that work.
+        # Encoding comes before the call: a closed saver refuses before that work.
         if self._shared.closed:
             raise StoreClosed("the store is closed")
         return self._shared
 
-    def _run(self, flow: _Flow[T]) -> T:
-        tables = self._open().blocking.langgraph
-        try:
-            ask = next(flow)
-            while True:
-                ask = flow.send(ask(tables))
-        except StopIteration as done:
-            result: T = done.value
-            return result
-
-    async def _arun(self, flow: _Flow[T]) -> T:
-        tables = self._open().store.langgraph
-        try:
-            ask = next(flow)
-            while True:
-                ask = flow.send(await ask(tables))
-        except StopIteration as done:
-            result: T = done.value
-            return result
-
-    # --- operations, each written once as a flow --------------------------------------------
-
-    def _put(
+    def _whole(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> _Flow[RunnableConfig]:
-        request = self._put_request(config, checkpoint, metadata, new_versions, set())
-        result: PutResult = yield lambda tables: tables.put(request)
-        if result.missing:
-            whole = set(result.missing)
-            request = self._put_request(config, checkpoint, metadata, new_versions, whole)
-            result = yield lambda tables: tables.put(request)
+    ) -> Callable[[list[str]], PutRequest]:
+        """The put request again, with the lists of the channels named sent whole."""
+        return lambda missing: self._put_request(
+            config, checkpoint, metadata, new_versions, set(missing)
+        )
+
+    def _stored(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        request: PutRequest,
+        result: PutResult,
+    ) -> RunnableConfig:
+        """Remember where the put's lists were stored; the config of the stored checkpoint."""
         values = checkpoint["channel_values"]
+        # A request sent again whole has the same list channels and versions as the first.
         for write in request.lists:
             lineage, _ = result.stored[write.channel]
             key = (request.session_id, request.checkpoint_ns, write.channel)
@@ -243,32 +200,8 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
         )
 
-    def _get_tuple(self, config: RunnableConfig) -> _Flow[CheckpointTuple | None]:
-        target = target_of(config)
-        ns, checkpoint_id = target.checkpoint_ns, target.checkpoint_id
-        loaded: LoadedCheckpoint | None = yield lambda tables: tables.get(
-            target.session_id, ns, checkpoint_id
-        )
-        return None if loaded is None else self._tuple(target.thread_id, loaded)
-
-    def _listing(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> Iterator[_Flow[list[CheckpointTuple]]]:
-        """The flows that read a listing page by page; each returns the checkpoints to give."""
-        cursor = _Cursor(limit)
-        while cursor.more:
-            yield self._page(self._search(config, before, cursor.after), filter, cursor)
-
-    def _search(
-        self,
-        config: RunnableConfig | None,
-        before: RunnableConfig | None,
-        after: tuple[str, str, str] | None,
-    ) -> SearchQuery:
+    def _search(self, config: RunnableConfig | None, before: RunnableConfig | None) -> SearchQuery:
+        """The query of a listing's first page."""
         target = None if config is None else target_of(config)
         configurable = {} if config is None else config.get("configurable") or {}
         return SearchQuery(
@@ -276,37 +209,27 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             checkpoint_ns=configurable.get("checkpoint_ns"),
             checkpoint_id=None if target is None else target.checkpoint_id,
             before=None if before is None else get_checkpoint_id(before),
-            after=after,
+            after=None,
             limit=PAGE,
         )
 
-    def _page(
-        self, query: SearchQuery, filter: dict[str, Any] | None, cursor: _Cursor
-    ) -> _Flow[list[CheckpointTuple]]:
-        rows: list[CheckpointRow] = yield lambda tables: tables.search(query)
-        matching = [row for row in rows if self._matches(row, filter)]
-        loaded: list[LoadedCheckpoint] = (
-            (yield lambda tables: tables.load_rows(matching)) if matching else []
-        )
-        tuples = [self._tuple(item.row.session_id[len(PREFIX) :], item) for item in loaded]
-        return cursor.advance(tuples, rows, query.limit)
+    def _keep(self, filter: dict[str, Any] | None) -> Callable[[CheckpointRow], bool]:
+        """Whether a listing gives a row: a LangGraph thread's, its metadata matching."""
 
-    def _matches(self, row: CheckpointRow, filter: dict[str, Any] | None) -> bool:
-        if not row.session_id.startswith(PREFIX):
-            return False
-        if not filter:
-            return True
-        metadata = self._loads(row.metadata_type, row.metadata)
-        return all(metadata.get(key) == value for key, value in filter.items())
+        def keep(row: CheckpointRow) -> bool:
+            if not row.session_id.startswith(PREFIX):
+                return False
+            if not filter:
+                return True
+            metadata = self._loads(row.metadata_type, row.metadata)
+            return all(metadata.get(key) == value for key, value in filter.items())
 
-    def _history(
-        self, config: RunnableConfig, channels: Sequence[str]
-    ) -> _Flow[Mapping[str, DeltaChannelHistory]]:
-        target = target_of(config)
-        ns, checkpoint_id, names = target.checkpoint_ns, target.checkpoint_id, list(channels)
-        found: list[DeltaHistory] = yield lambda tables: tables.delta_history(
-            target.session_id, ns, checkpoint_id, names
-        )
+        return keep
+
+    def _listed(self, loaded: LoadedCheckpoint) -> CheckpointTuple:
+        return self._tuple(loaded.row.session_id[len(PREFIX) :], loaded)
+
+    def _history(self, found: list[DeltaHistory]) -> dict[str, DeltaChannelHistory]:
         result: dict[str, DeltaChannelHistory] = {}
         for history in found:
             entry: DeltaChannelHistory = {
@@ -317,23 +240,21 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             result[history.channel] = entry
         return result
 
-    def _prune(self, thread_ids: Sequence[str], strategy: str) -> _Flow[None]:
+    def _forgotten(self, thread_ids: Sequence[str]) -> list[str]:
+        """The threads' session ids, once their remembered list versions are dropped (a put
+        must not extend a lineage that a delete or prune is about to remove)."""
         ids = [session_id(thread_id) for thread_id in thread_ids]
         self._forget(ids)
-        if strategy == "delete":
-            yield lambda tables: tables.delete_threads(ids)
-        elif strategy == "keep_latest":
-            yield lambda tables: tables.keep_latest(ids)
-        else:
-            raise InvalidInput(
-                f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'"
-            )
+        return ids
 
-    # --- the sync API -----------------------------------------------------------------------
+    # --- the sync API: each method one call of the blocking face ---------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names (its id, else its namespace's newest), or None."""
-        return self._run(self._get_tuple(config))
+        tables = self._open().blocking.langgraph
+        target = target_of(config)
+        loaded = tables.get(target.session_id, target.checkpoint_ns, target.checkpoint_id)
+        return None if loaded is None else self._tuple(target.thread_id, loaded)
 
     def list(
         self,
@@ -344,8 +265,14 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first: of a thread (and namespace), or of every thread."""
-        for page in self._listing(config, filter, before, limit):
-            yield from self._run(page)
+        # As LangGraph's own savers: a limit of 0 or less lists nothing, and reads nothing.
+        query = None if limit is not None and limit <= 0 else self._search(config, before)
+        keep, remaining = self._keep(filter), limit
+        while query is not None:
+            page, query = self._open().blocking.langgraph.list_page(query, keep, remaining)
+            remaining = None if remaining is None else remaining - len(page)
+            for loaded in page:
+                yield self._listed(loaded)
 
     def put(
         self,
@@ -355,7 +282,10 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint and the channel versions it introduces, in one commit."""
-        return self._run(self._put(config, checkpoint, metadata, new_versions))
+        tables = self._open().blocking.langgraph
+        request = self._put_request(config, checkpoint, metadata, new_versions, set())
+        whole = self._whole(config, checkpoint, metadata, new_versions)
+        return self._stored(config, checkpoint, request, tables.put(request, whole))
 
     def put_writes(
         self,
@@ -370,8 +300,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: its turnstore session and everything stored for it."""
-        self._forget([session_id(thread_id)])
-        self._open().blocking.langgraph.delete_threads([session_id(thread_id)])
+        self._open().blocking.langgraph.delete_threads(self._forgotten([thread_id]))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints and writes the given runs made."""
@@ -386,19 +315,28 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """`keep_latest`: keep each namespace's newest checkpoint (and the ancestors its
         delta channels replay); `delete`: delete the threads."""
-        self._run(self._prune(thread_ids, strategy))
+        self._open().blocking.langgraph.prune(self._forgotten(thread_ids), strategy)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Each channel's writes along the checkpoint's ancestors and its seed, in one read."""
-        return self._run(self._history(config, channels))
+        tables = self._open().blocking.langgraph
+        target = target_of(config)
+        return self._history(
+            tables.delta_history(
+                target.session_id, target.checkpoint_ns, target.checkpoint_id, channels
+            )
+        )
 
-    # --- the async API ----------------------------------------------------------------------
+    # --- the async API: each method one call of the async face -----------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async `get_tuple`."""
-        return await self._arun(self._get_tuple(config))
+        tables = self._open().store.langgraph
+        target = target_of(config)
+        loaded = await tables.get(target.session_id, target.checkpoint_ns, target.checkpoint_id)
+        return None if loaded is None else self._tuple(target.thread_id, loaded)
 
     async def alist(
         self,
@@ -409,9 +347,14 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Async `list`."""
-        for page in self._listing(config, filter, before, limit):
-            for item in await self._arun(page):
-                yield item
+        # As LangGraph's own savers: a limit of 0 or less lists nothing, and reads nothing.
+        query = None if limit is not None and limit <= 0 else self._search(config, before)
+        keep, remaining = self._keep(filter), limit
+        while query is not None:
+            page, query = await self._open().store.langgraph.list_page(query, keep, remaining)
+            remaining = None if remaining is None else remaining - len(page)
+            for loaded in page:
+                yield self._listed(loaded)
 
     async def aput(
         self,
@@ -421,7 +364,10 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async `put`."""
-        return await self._arun(self._put(config, checkpoint, metadata, new_versions))
+        tables = self._open().store.langgraph
+        request = self._put_request(config, checkpoint, metadata, new_versions, set())
+        whole = self._whole(config, checkpoint, metadata, new_versions)
+        return self._stored(config, checkpoint, request, await tables.put(request, whole))
 
     async def aput_writes(
         self,
@@ -436,8 +382,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async `delete_thread`."""
-        self._forget([session_id(thread_id)])
-        await self._open().store.langgraph.delete_threads([session_id(thread_id)])
+        await self._open().store.langgraph.delete_threads(self._forgotten([thread_id]))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async `delete_for_runs`."""
@@ -451,13 +396,19 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async `prune`."""
-        await self._arun(self._prune(thread_ids, strategy))
+        await self._open().store.langgraph.prune(self._forgotten(thread_ids), strategy)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Async `get_delta_channel_history`."""
-        return await self._arun(self._history(config, channels))
+        tables = self._open().store.langgraph
+        target = target_of(config)
+        return self._history(
+            await tables.delta_history(
+                target.session_id, target.checkpoint_ns, target.checkpoint_id, channels
+            )
+        )
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """The next version of a channel: its counter, then a random tiebreak, as text.

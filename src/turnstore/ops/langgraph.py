@@ -1,18 +1,23 @@
 """The LangGraph checkpointer's operations, as steps: checked requests in, encoded rows out.
 
 `turnstore.integrations.langgraph` serialises with LangGraph's serializer and builds the
-requests; each operation here checks the identifiers it keys rows by, then runs one script.
+requests; each operation here checks the identifiers it keys rows by, then runs its scripts.
+Each method of the saver is one of these operations: where it needs the serializer between
+two steps (a put's lists sent again whole, a listing's metadata filter), the saver hands the
+operation that work as a callable, so the composition is written once, here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from turnstore.drivers.steps import Steps, read, write
 from turnstore.engine.protocol import Tx
+from turnstore.errors import InvalidInput
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
+    ListedPage,
     LoadedCheckpoint,
     PutRequest,
     PutResult,
@@ -48,10 +53,21 @@ def _checked_put(request: PutRequest) -> PutRequest:
     return request
 
 
-def put(request: PutRequest) -> Steps[PutResult]:
-    """Store a checkpoint and its new channel versions in one commit."""
+def put(
+    request: PutRequest, whole: Callable[[list[str]], PutRequest] | None = None
+) -> Steps[PutResult]:
+    """Store a checkpoint and its new channel versions in one commit.
+
+    A list sent as the new items of a lineage that is gone (pruned, or its thread deleted)
+    writes nothing and comes back `missing`; given `whole`, the request it builds for those
+    channels (their lists sent whole) is stored instead, and its result returned.
+    """
     checked = _checked_put(request)
-    return (yield from write(lambda tx: scripts.put(tx, checked)))
+    result = yield from write(lambda tx: scripts.put(tx, checked))
+    if result.missing and whole is not None:
+        again = _checked_put(whole(list(result.missing)))
+        result = yield from write(lambda tx: scripts.put(tx, again))
+    return result
 
 
 def put_writes(request: WritesRequest) -> Steps[None]:
@@ -77,19 +93,30 @@ def get(
     return (yield from read(lambda tx: scripts.get(tx, session_id, checkpoint_ns, checkpoint_id)))
 
 
-def search(query: SearchQuery) -> Steps[list[CheckpointRow]]:
-    """One newest-first page of checkpoint rows matching a listing."""
+def list_page(
+    query: SearchQuery,
+    keep: Callable[[CheckpointRow], bool] | None = None,
+    remaining: int | None = None,
+) -> Steps[ListedPage]:
+    """One page of a listing: the newest-first checkpoint rows the query finds that `keep`
+    keeps (at most `remaining`), loaded with their values and writes; and the query of the
+    next page, or None when the listing has given all it may."""
     if query.session_id is not None:
         validate_session_id(query.session_id)
     for value in (query.checkpoint_ns, query.checkpoint_id, query.before):
         optional_identifier(value, "checkpoint identifier")
-    return (yield from read(lambda tx: scripts.search(tx, query)))
-
-
-def load_rows(rows: Iterable[CheckpointRow]) -> Steps[list[LoadedCheckpoint]]:
-    """The values and writes of checkpoints a search found."""
-    found = list(rows)
-    return (yield from read(lambda tx: scripts.load_rows(tx, found)))
+    if remaining is not None and remaining <= 0:
+        return ListedPage([], None)
+    rows = yield from read(lambda tx: scripts.search(tx, query))
+    # Only what the listing gives is loaded: the rows past its limit cost no values.
+    matching = [row for row in rows if keep is None or keep(row)][:remaining]
+    loaded = (yield from read(lambda tx: scripts.load_rows(tx, matching))) if matching else []
+    left = None if remaining is None else remaining - len(loaded)
+    if len(rows) < query.limit or left == 0:
+        return ListedPage(loaded, None)
+    last = rows[-1]
+    after = (last.checkpoint_id, last.session_id, last.checkpoint_ns)
+    return ListedPage(loaded, query._replace(after=after))
 
 
 def delta_history(
@@ -133,6 +160,16 @@ def keep_latest(session_ids: Sequence[str]) -> Steps[None]:
     """Prune each thread to its namespaces' newest checkpoints (and what they replay)."""
     for session_id in validate_session_ids(session_ids):
         yield from write(_keeper(session_id))
+
+
+def prune(session_ids: Sequence[str], strategy: str) -> Steps[None]:
+    """Prune threads: `keep_latest` as that operation does, or `delete` them."""
+    if strategy == "delete":
+        yield from delete_threads(session_ids)
+    elif strategy == "keep_latest":
+        yield from keep_latest(session_ids)
+    else:
+        raise InvalidInput(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
 
 
 def _keeper(session_id: str) -> Callable[[Tx], None]:

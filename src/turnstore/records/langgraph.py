@@ -142,6 +142,13 @@ class SearchQuery(NamedTuple):
     limit: int
 
 
+class ListedPage(NamedTuple):
+    """One page of a listing, loaded, and the query of the next page (None at its end)."""
+
+    checkpoints: list[LoadedCheckpoint]
+    next: SearchQuery | None
+
+
 class DeltaHistory(NamedTuple):
     """A channel's writes along a checkpoint's ancestors, oldest first, and its seed."""
 
