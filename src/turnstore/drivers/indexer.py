@@ -1,16 +1,17 @@
 """Internal: the search indexer, a thread that indexes a store's writes off their save path.
 
 It wakes every `INTERVAL_S`, and when the store committed anything since it last looked, runs
-`search.catch_up_batch` until no session written since is left unindexed. A search on a
-writable store does the same first (`ops.checkpoint.catch_up_search`), so it finds every write
-committed before it began; the thread bounds how long a reader elsewhere (a read-only store, a
-viewer) waits for a write to become searchable.
+`catch_up`: `search.catch_up_batch` until no session written since is left unindexed. A
+search on a writable store runs the same `catch_up` first (`ops.checkpoint.catch_up_search`),
+so it finds every write committed before it began; the thread bounds how long a reader
+elsewhere (a read-only store, a viewer) waits for a write to become searchable.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from turnstore.engine.protocol import Engine
 from turnstore.errors import StoreClosed, TurnstoreError
@@ -20,6 +21,27 @@ INTERVAL_S = 0.2
 """How often the indexer looks for commits to index."""
 
 logger = logging.getLogger("turnstore.search")
+
+
+def _always() -> bool:
+    return True
+
+
+def catch_up(engine: Engine, going: Callable[[], bool] = _always) -> int:
+    """Index every session written since the last look, a batch per commit, while `going()`;
+    how many sessions it looked at.
+
+    The one catch-up loop: the indexer's thread runs it, and so does a search first (as an
+    engine call of `ops.checkpoint.catch_up_search`).
+    """
+    batch = search.CATCH_UP_SESSIONS
+    looked = 0
+    while going() and engine.read(search.has_pending):
+        done = engine.write_blocking(lambda tx: search.catch_up_batch(tx, batch))
+        looked += done
+        if done < batch:
+            break
+    return looked
 
 
 class SearchIndexer:
@@ -49,11 +71,7 @@ class SearchIndexer:
                 logger.warning("search indexing failed; it is tried again: %s", error)
 
     def _catch_up(self, *, closing: bool = False) -> None:
-        sessions = search.CATCH_UP_SESSIONS
-        while (closing or not self._stopping.is_set()) and self._engine.read(search.has_pending):
-            looked = self._engine.write_blocking(lambda tx: search.catch_up_batch(tx, sessions))
-            if looked < sessions:
-                return
+        catch_up(self._engine, lambda: closing or not self._stopping.is_set())
 
     def stop(self) -> None:
         """Stop the thread, letting a batch it began commit first; then index what the store

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from turnstore.drivers.steps import Steps, origin, read, write
+from turnstore.drivers import indexer
+from turnstore.drivers.steps import Steps, call, origin, read, write
 from turnstore.engine.protocol import Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
@@ -27,7 +28,7 @@ from turnstore.records.context import Context, ContextMark
 from turnstore.records.conversation import ConversationPage, ConversationRequest
 from turnstore.records.protocol import Event
 from turnstore.records.search import SearchPage, SearchRequest
-from turnstore.rules.conversation import conversation_request
+from turnstore.rules.conversation import conversation_page, conversation_request
 from turnstore.rules.journal import event_turn_page_steps, prepare_event
 from turnstore.rules.pages import (
     catalog_query,
@@ -158,7 +159,8 @@ def transcript_page(session_id: str, request: TranscriptPageRequest) -> Steps[Tr
 def conversation(session_id: str, request: ConversationRequest) -> Steps[ConversationPage | None]:
     """Load one newest-first page of a session of any kind, read as a conversation."""
     session, checked = conversation_request(session_id, request)
-    return (yield from read(lambda tx: conversations.read(tx, session, checked)))
+    found = yield from read(lambda tx: conversations.stored(tx, session, checked))
+    return conversation_page(found)
 
 
 def execution_page(session_id: str, request: ExecutionPageRequest) -> Steps[ExecutionPage]:
@@ -188,18 +190,13 @@ def search_sessions(request: SearchRequest) -> Steps[SearchPage]:
 def catch_up_search() -> Steps[int]:
     """Index every session written since the indexer last looked; how many it looked at.
 
-    Nothing on a read-only store: a writer's indexer does it there.
+    Nothing on a read-only store: a writer's indexer does it there. The loop is the
+    indexer's own, run as one engine call (off the event loop on the async face).
     """
     engine = yield from origin()
     if getattr(engine, "read_only", False):
         return 0
-    looked = 0
-    while (yield from read(search.has_pending)):
-        done = yield from write(lambda tx: search.catch_up_batch(tx, search.CATCH_UP_SESSIONS))
-        looked += done
-        if done < search.CATCH_UP_SESSIONS:
-            break
-    return looked
+    return (yield from call(indexer.catch_up))
 
 
 def fork_tree(session_id: str, limit: int) -> Steps[ForkTree | None]:

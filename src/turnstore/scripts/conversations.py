@@ -13,13 +13,12 @@ from typing import Any, NamedTuple
 
 from turnstore.engine.protocol import Tx
 from turnstore.records.conversation import (
-    ConversationPage,
     ConversationRequest,
     LangGraphPoint,
 )
 from turnstore.records.kinds import Storage, kind_of
 from turnstore.records.langgraph import EMPTY, LIST, CheckpointRow, Typed
-from turnstore.rules.conversation import StoredConversation, conversation_page
+from turnstore.rules.conversation import StoredConversation
 from turnstore.rules.langgraph_values import decode_value
 from turnstore.rules.pages import JournalQuery
 from turnstore.scripts import context_items, journals, sessions
@@ -46,12 +45,6 @@ def stored(tx: Tx, session_id: str, request: ConversationRequest) -> StoredConve
         window = context_items.window(tx, session_id, request.before, request.limit)
         found.items, found.start, found.total = window.items, window.start, window.length
     return found
-
-
-def read(tx: Tx, session_id: str, request: ConversationRequest) -> ConversationPage | None:
-    """One newest-first page of a session's conversation, read as messages; None without one."""
-    # Until `ops.checkpoint.conversation` composes `stored` and `conversation_page` itself.
-    return conversation_page(stored(tx, session_id, request))
 
 
 def _point(tx: Tx, row: CheckpointRow, channel: str) -> LangGraphPoint:
