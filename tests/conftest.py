@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pytest
 
 import turnstore
+from schema_pool import SchemaPool, pooled_module
 from turnstore import (
     BlockingStore,
     Store,
@@ -242,13 +243,40 @@ def backend_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+FRESH_SCHEMAS = os.environ.get("TURNSTORE_TEST_FRESH_SCHEMAS") == "1"
+"""Every PostgreSQL test on a schema of its own, created by its store: no pool."""
+
+
+@cache
+def schema_pool() -> SchemaPool:
+    """This test process's pool of migrated schemas (tests/schema_pool.py)."""
+
+    def open_store(schema: str) -> None:
+        url = postgres_store_url(schema, through_pgbouncer=False)
+        turnstore.open_blocking(url, index_in_background=False).close()
+
+    pool = SchemaPool(postgres_connection, open_store)
+    atexit.register(pool.close)
+    return pool
+
+
 @pytest.fixture
-def pg_schema(backend_name: str) -> Iterator[str]:
-    """A fresh PostgreSQL schema name for one test, dropped afterwards (empty on SQLite)."""
+def pg_schema(backend_name: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A PostgreSQL schema for one test, as fresh as a new one (empty on SQLite).
+
+    A contract module that takes its store from `store` or `store_url` gets a migrated schema
+    another test emptied (`tests/schema_pool.py`); any other test a new name, dropped after.
+    """
     if backend_name != "postgres":
         yield ""
         return
     require_postgres()
+    if not FRESH_SCHEMAS and pooled_module(str(request.path)) and "contract" in request.path.parts:
+        pool = schema_pool()
+        pooled = pool.take()
+        yield pooled
+        pool.give_back(pooled)
+        return
     schema = f"test_{uuid.uuid4().hex}"
     yield schema
     with postgres_connection() as connection:
