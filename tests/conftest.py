@@ -63,16 +63,23 @@ collect_ignore = [
 ]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The frameworks' own suites first, PostgreSQL's before SQLite's: the longest tests.
+PROCESS_HEAVY = ("browser", "server", "integration")
+"""Test folders whose modules start servers, browsers and commands in processes of their
+own: few tests, long ones. Scheduled first, they end beside the rest instead of after it."""
 
-    Started first, they run beside the rest instead of after it (`./dev test-peers` keeps
-    this order with `--no-loadscope-reorder`).
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The frameworks' own suites first, then the modules that run processes, PostgreSQL's
+    before SQLite's: the longest tests first.
+
+    Started first, they run beside the rest instead of after it (`./dev test` and
+    `./dev test-peers` keep this order with `--no-loadscope-reorder`).
     """
 
-    def rank(item: pytest.Item) -> tuple[bool, bool]:
+    def rank(item: pytest.Item) -> tuple[bool, bool, bool]:
         suite = item.get_closest_marker("framework_suite")
-        return suite is None, getattr(item.cls, "backend", "") != "postgres"
+        heavy = any(folder in item.path.parts for folder in PROCESS_HEAVY)
+        return suite is None, not heavy, getattr(item.cls, "backend", "") != "postgres"
 
     items.sort(key=rank)
 
@@ -264,14 +271,16 @@ def schema_pool() -> SchemaPool:
 def pg_schema(backend_name: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A PostgreSQL schema for one test, as fresh as a new one (empty on SQLite).
 
-    A contract module that takes its store from `store` or `store_url` gets a migrated schema
-    another test emptied (`tests/schema_pool.py`); any other test a new name, dropped after.
+    A contract, server or browser module that takes its store from `store` or `store_url`
+    gets a migrated schema another test emptied (`tests/schema_pool.py`); any other test a new
+    name, dropped after.
     """
     if backend_name != "postgres":
         yield ""
         return
     require_postgres()
-    if not FRESH_SCHEMAS and pooled_module(str(request.path)) and "contract" in request.path.parts:
+    folders = {"contract", "server", "browser"} & set(request.path.parts)
+    if not FRESH_SCHEMAS and folders and pooled_module(str(request.path)):
         pool = schema_pool()
         pooled = pool.take()
         yield pooled

@@ -1,7 +1,7 @@
 """Migrated PostgreSQL schemas reused across the contract tests of one test process.
 
 Creating and migrating a schema takes the server about 0.1 s of DDL, and dropping it more;
-over some 1,500 PostgreSQL tests that was a third of `./dev test`. A contract test that left
+over some 1,500 PostgreSQL tests that was a third of `./dev test`'s test time. A contract test that left
 its schema as it found it (the same tables, columns, indexes, constraints, triggers and
 functions, no lock held) hands it back emptied instead: every table's rows deleted, its
 identities restarted, and the rows migrations write (the search index's state) copied back
@@ -9,9 +9,9 @@ from a reference schema this process migrated once and never hands out. Anything
 test that dropped an index, installed a failing trigger, restored an old build's dump, or
 left a connection holding a lock) drops its schema as before.
 
-Only modules that take their store from the `store` / `store_url` fixtures are pooled: a
-module that names `pg_schema` or `restore_fixture` itself, or reads query plans, gets a
-schema no test used before, created by the store it opens (`POOL_EXEMPT`).
+Only contract, server and browser modules that take their store from the `store` / `store_url`
+fixtures are pooled: a module that names `pg_schema` or `restore_fixture` itself, or reads
+query plans, gets a schema no test used before, created by the store it opens (`POOL_EXEMPT`).
 """
 
 from __future__ import annotations
