@@ -1,8 +1,8 @@
 """Migrated PostgreSQL schemas reused across the contract tests of one test process.
 
 Creating and migrating a schema takes the server about 0.1 s of DDL, and dropping it more;
-over some 1,500 PostgreSQL tests that was a third of `./dev test`'s test time. A contract test that left
-its schema as it found it (the same tables, columns, indexes, constraints, triggers and
+over some 1,500 PostgreSQL tests that was a third of the test time of `./dev test`. A test
+that left its schema as it found it (the same tables, columns, indexes, constraints, triggers and
 functions, no lock held) hands it back emptied instead: every table's rows deleted, its
 identities restarted, and the rows migrations write (the search index's state) copied back
 from a reference schema this process migrated once and never hands out. Anything else (a
