@@ -19,7 +19,7 @@ from urllib.parse import quote
 import pytest
 
 import turnstore
-from schema_pool import SchemaPool, pooled_module
+from schema_pool import SchemaPool, pooled_test
 from turnstore import (
     BlockingStore,
     Store,
@@ -271,7 +271,7 @@ def schema_pool() -> SchemaPool:
 def pg_schema(backend_name: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A PostgreSQL schema for one test, as fresh as a new one (empty on SQLite).
 
-    A contract, server or browser module that takes its store from `store` or `store_url`
+    A contract, server or browser test that takes its store from `store` or `store_url`
     gets a migrated schema another test emptied (`tests/schema_pool.py`); any other test a new
     name, dropped after.
     """
@@ -280,7 +280,7 @@ def pg_schema(backend_name: str, request: pytest.FixtureRequest) -> Iterator[str
         return
     require_postgres()
     folders = {"contract", "server", "browser"} & set(request.path.parts)
-    if not FRESH_SCHEMAS and folders and pooled_module(str(request.path)):
+    if not FRESH_SCHEMAS and folders and pooled_test(request.function):
         pool = schema_pool()
         pooled = pool.take()
         yield pooled

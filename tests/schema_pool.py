@@ -9,21 +9,24 @@ from a reference schema this process migrated once and never hands out. Anything
 test that dropped an index, installed a failing trigger, restored an old build's dump, or
 left a connection holding a lock) drops its schema as before.
 
-Only contract, server and browser modules that take their store from the `store` / `store_url`
-fixtures are pooled: a module that names `pg_schema` or `restore_fixture` itself, or reads
-query plans, gets a schema no test used before, created by the store it opens (`POOL_EXEMPT`).
+Only contract, server and browser tests that take their store from the `store` / `store_url`
+fixtures are pooled: a test that names `pg_schema` or `restore_fixture` itself, or whose module
+reads query plans, gets a schema no test used before, created by the store it opens.
 """
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-POOL_EXEMPT = ("pg_schema", "restore_fixture", "EXPLAIN", "ANALYZE")
-"""Words that keep a test module off the pool: it makes its own schemas, or reads plans."""
+POOL_EXEMPT = ("pg_schema", "restore_fixture")
+"""Words that keep a test off the pool: it makes or restores its own schema."""
+PLANS = ("EXPLAIN", "ANALYZE")
+"""Words that keep a whole module off the pool: it reads query plans, which a schema's past
+(its statistics, its dead rows) could change."""
 
 SHAPE = """
 WITH owned AS (
@@ -47,9 +50,18 @@ REUSES = 40
 
 
 @cache
-def pooled_module(path: str) -> bool:
-    """Whether the tests of the module at `path` take their schemas from the pool."""
-    source = Path(path).read_text(encoding="utf-8")
+def _reads_plans(path: str) -> bool:
+    with open(path, encoding="utf-8") as module:
+        return any(word in module.read() for word in PLANS)
+
+
+@cache
+def pooled_test(function: Callable[..., Any]) -> bool:
+    """Whether a test function takes its schema from the pool: not if its own text (its
+    arguments included) names one of `POOL_EXEMPT`, nor if its module reads plans."""
+    if _reads_plans(inspect.getfile(function)):
+        return False
+    source = inspect.getsource(function)
     return not any(word in source for word in POOL_EXEMPT)
 
 
