@@ -47,6 +47,13 @@ defaults) and its tables' columns. A test that created or dropped any of them ch
 REUSES = 40
 """How many tests one schema serves before it is dropped: emptying leaves dead rows behind
 (this server runs without autovacuum), and a fresh schema sheds them."""
+DEAD_ROWS = 100
+"""The most rows, live or dead, any table of a schema may count (as the statistics have it)
+to be emptied for the next test: few enough that what one test leaves can never reach the
+dead rows `doctor` calls bloat (1,000), which a fresh schema would not show."""
+ROWS_SEEN = """
+SELECT coalesce(max(n_live_tup + n_dead_tup), 0) FROM pg_stat_user_tables WHERE schemaname = %s
+"""
 
 
 @cache
@@ -152,6 +159,8 @@ class SchemaPool:
         """Empty `schema` and seed it as a fresh one, if its shape is the reference's and no
         other session holds a lock on it; whether it was."""
         if connection.execute(SHAPE, (schema,)).fetchone() != self._shape:
+            return False
+        if connection.execute(ROWS_SEEN, (schema,)).fetchone()[0] > DEAD_ROWS:
             return False
         # Rows, not files: a DELETE of a test's few rows costs a fraction of a TRUNCATE,
         # which makes new files for every table and index. Foreign keys are not checked

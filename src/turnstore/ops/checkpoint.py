@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from turnstore.drivers import indexer
 from turnstore.drivers.steps import Steps, call, origin, read, write
-from turnstore.engine.protocol import Tx
+from turnstore.engine.protocol import Engine, Tx
 from turnstore.records.checkpoint import (
     Checkpoint,
     ContextWindow,
@@ -193,8 +193,8 @@ def catch_up_search() -> Steps[int]:
     Nothing on a read-only store: a writer's indexer does it there. The loop is the
     indexer's own, run as one engine call (off the event loop on the async face).
     """
-    engine = yield from origin()
-    if getattr(engine, "read_only", False):
+    engine = cast(Engine, (yield from origin()))
+    if engine.read_only:
         return 0
     return (yield from call(indexer.catch_up))
 
