@@ -22,8 +22,9 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-POOL_EXEMPT = ("pg_schema", "restore_fixture")
-"""Words that keep a test off the pool: it makes or restores its own schema."""
+POOL_EXEMPT = ("pg_schema", "restore_fixture", "doctor", "bloat")
+"""Words that keep a test off the pool: it makes or restores its own schema, or judges the
+health of the one it has (dead rows and all)."""
 PLANS = ("EXPLAIN", "ANALYZE")
 """Words that keep a whole module off the pool: it reads query plans, which a schema's past
 (its statistics, its dead rows) could change."""
