@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from serving import free_port, start_serve, stop, wait_until
 
 CHROMIUM = os.environ.get("TURNSTORE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("TURNSTORE_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -216,62 +215,26 @@ def browser(chrome: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
     assert not problems, f"the browser console logged: {problems}"
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class Server:
-    """One `turnstore serve` subprocess over a store URL."""
+    """One `turnstore serve` process over a store URL (forked, `tests/serving.py`)."""
 
     def __init__(self, store_url: str, log: Path, args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log
-        with log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "turnstore",
-                    "serve",
-                    store_url,
-                    "--port",
-                    str(self.port),
-                    "--log-level",
-                    "warning",
-                    *args,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        self._wait_ready()
+        self.process = start_serve(store_url, self.port, log, args)
+        wait_until(self._answers, self.process, log)
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"turnstore serve exited:\n{self.log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{self.base}/api/sessions?limit=1", timeout=2):
-                    return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.05)
-        self.stop()
-        raise AssertionError(f"turnstore serve did not answer:\n{self.log.read_text()}")
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.base}/api/sessions?limit=1", timeout=2):
+                return True
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
 
     def stop(self) -> None:
         """Stop the process and wait for it."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process)
 
 
 @pytest.fixture

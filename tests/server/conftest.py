@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,13 +9,14 @@ import httpx
 import pytest
 
 import turnstore
+from serving import Forked, free_port, start_serve, stop, wait_until
 from turnstore import BlockingStore
 
 ServerFactory = Callable[..., "Server"]
 
 
 class Server:
-    """One `turnstore serve` subprocess and the base URL it answers on."""
+    """One `turnstore serve` process (forked, `tests/serving.py`) and the base URL it answers on."""
 
     def __init__(self, url: str, args: list[str], log: Path) -> None:
         self.store_url = url
@@ -28,61 +24,29 @@ class Server:
         self.log = log
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: Forked | None = None
 
     def start(self) -> Server:
         """Start the process and wait until `/api/health` answers (a token may be needed)."""
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "turnstore",
-                    "serve",
-                    self.store_url,
-                    "--port",
-                    str(self.port),
-                    "--log-level",
-                    "warning",
-                    *self.args,
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"server exited: {self.log.read_text()}")
-            try:
-                httpx.get(f"{self.base}/api/health", timeout=1)
-                return self
-            except httpx.TransportError:
-                time.sleep(0.05)
-        raise AssertionError(f"server did not start: {self.log.read_text()}")
+        self.process = start_serve(self.store_url, self.port, self.log, tuple(self.args))
+        wait_until(self._answers, self.process, self.log)
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            httpx.get(f"{self.base}/api/health", timeout=1)
+        except httpx.TransportError:
+            return False
+        return True
 
     def stop(self) -> None:
         """Stop the process (SIGTERM, then SIGKILL) and wait for it."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            stop(self.process)
 
     def get(self, path: str, **kwargs: object) -> httpx.Response:
         """GET `path` from this server."""
         return httpx.get(f"{self.base}{path}", timeout=10, **kwargs)  # type: ignore[arg-type]
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
