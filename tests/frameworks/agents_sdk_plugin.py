@@ -10,15 +10,17 @@ with isinstance) keep the real class.
 The substitute takes `SQLiteSession`'s constructor: the same `db_path` and session id share
 history, and each `":memory:"` session is private. Each distinct `db_path` is one turnstore
 database: that SQLite file itself, or on PostgreSQL (`--turnstore-backend postgres`) one
-schema, dropped when the run ends.
+schema. A test's schemas are emptied row by row once it ends and handed to later tests
+(creating one costs about ten times as much); they are dropped when the run ends.
 """
 
 from __future__ import annotations
 
-import hashlib
+import collections
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,16 @@ POSTGRES_URL = os.environ.get(
 )
 REPORT = os.environ.get("TURNSTORE_AGENTS_SDK_REPORT")
 """A file this plugin writes at the end: how many turnstore sessions the tests built."""
-_SCHEMAS: set[str] = set()
+_SCHEMAS: list[str] = []
 _BUILT = [0]
+_KEYED: dict[str, str] = {}
+"""The current test's schemas by db_path (a private session's key is its own)."""
+_EMPTIED: collections.deque[str] = collections.deque()
+"""Schemas earlier tests used, emptied; taken oldest first."""
+_SETTLE = 8
+"""Emptied schemas wait this many others before reuse: a session a test left open has long
+gone quiet by then."""
+_ADMIN: list[Any] = []
 _SCRATCH = Path(tempfile.mkdtemp(prefix="turnstore-agents-sdk-"))
 _RUN = uuid.uuid4().hex[:8]
 
@@ -44,13 +54,42 @@ def store_url(db_path: str | os.PathLike[str]) -> str:
     private = str(db_path) == ":memory:"
     if BACKEND == "postgres":
         key = uuid.uuid4().hex if private else str(Path(db_path).resolve())
-        schema = f"agents_sdk_{_RUN}_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-        _SCHEMAS.add(schema)
+        if key not in _KEYED:
+            _KEYED[key] = _a_schema()
         separator = "&" if "?" in POSTGRES_URL else "?"
-        return f"{POSTGRES_URL}{separator}schema={schema}"
+        return f"{POSTGRES_URL}{separator}schema={_KEYED[key]}"
     if private:
         return str(_SCRATCH / f"memory-{uuid.uuid4().hex}.sqlite3")
     return str(Path(db_path))
+
+
+def _a_schema() -> str:
+    if len(_EMPTIED) > _SETTLE:
+        return _EMPTIED.popleft()
+    schema = f"agents_sdk_{_RUN}_{len(_SCHEMAS)}"
+    _SCHEMAS.append(schema)
+    return schema
+
+
+def _empty(schema: str) -> None:
+    """Delete every row of `schema` but its version row (the next open finds it migrated)."""
+    import psycopg
+
+    if not _ADMIN:
+        _ADMIN.append(psycopg.connect(POSTGRES_URL, autocommit=True))
+    connection = _ADMIN[0]
+    tables = [
+        table
+        for (table,) in connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+        )
+        if table != "turnstore_schema"
+    ]
+    # The tables that reference sessions go first, then sessions (its rows refer to each other).
+    tables.sort(key=lambda table: table == "sessions")
+    with connection.transaction():
+        for table in tables:
+            connection.execute(f'DELETE FROM {schema}."{table}"')
 
 
 class TurnstoreSqliteSession(TurnstoreSession):
@@ -98,6 +137,16 @@ def pytest_configure(config: pytest.Config) -> None:
     agents.memory.SQLiteSession = TurnstoreSqliteSession  # type: ignore[attr-defined]
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After each test, its schemas are emptied for later ones."""
+    yield
+    for schema in _KEYED.values():
+        _empty(schema)
+        _EMPTIED.append(schema)
+    _KEYED.clear()
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return f"SQLiteSession is turnstore's TurnstoreSqliteSession on {BACKEND}"
 
@@ -109,6 +158,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     import psycopg
 
+    for admin in _ADMIN:
+        admin.close()
     with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-        for schema in sorted(_SCHEMAS):
+        for schema in _SCHEMAS:
             connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
