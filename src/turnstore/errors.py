@@ -19,6 +19,8 @@ __all__ = [
     "InvalidInput",
     "InvalidMessage",
     "NotFound",
+    "NotJsonValue",
+    "OutcomeUnknown",
     "QueuedWorkClaimExpired",
     "ReadOnlyStore",
     "RecordDecodeError",
@@ -86,6 +88,11 @@ class RuntimeConflict(TurnstoreError):
 
 class InvalidInput(CheckpointError, ValueError):
     """The caller's input breaks a rule of the contract; nothing was written."""
+
+
+class NotJsonValue(InvalidInput, TypeError):
+    """A value holds what JSON cannot (bytes, a set, an object, a key that is not text): an
+    `InvalidInput` that is also the `TypeError` `json.dumps` raises for it."""
 
 
 class InvalidMessage(InvalidInput):
@@ -199,6 +206,17 @@ class StorageError(TurnstoreError):
     """The database failed underneath the store; `retryable` says whether a retry may succeed."""
 
     retryable: bool = False
+    sqlstate: str | None = None
+    """PostgreSQL's five-character error code (`"40P01"`), as psycopg's errors carry it; None
+    on SQLite and where the server gave none (a lost connection)."""
+    detail: str | None = None
+    """PostgreSQL's DETAIL line, with the URL's secrets removed; it may quote the row's values,
+    so the server's HTTP answers and turnstore's logs never show it."""
+
+
+class OutcomeUnknown(StorageError):
+    """A PostgreSQL write lost its connection after COMMIT was sent: it may or may not have
+    committed. Read back what it wrote, then retry or not (SQLite commits cannot end so)."""
 
 
 class ReadOnlyStore(TurnstoreError):

@@ -163,6 +163,36 @@ async def test_a_closed_session_raises_a_runtime_error_as_the_sdks_own(
         assert len(caught) == len(calls), type(session).__name__
 
 
+NOT_JSON = [
+    pytest.param([{"role": "user", "content": b"bytes"}], id="bytes"),
+    pytest.param([{"role": "user", "content": {1, 2}}], id="set"),
+    pytest.param([object()], id="object"),
+    pytest.param([{"role": "user", "content": {(1, 2): "x"}}], id="tuple-key"),
+]
+
+
+@pytest.mark.parametrize("items", NOT_JSON)
+async def test_an_item_that_is_not_json_raises_the_sdks_type_error(
+    store_url: str, tmp_path: Path, items: list[Any]
+) -> None:
+    """The SDK's `SQLiteSession` raises `TypeError` for an item JSON cannot hold (it is
+    `json.dumps`'s); ours raises the same, an `InvalidInput` too, and stores nothing."""
+    from agents import SQLiteSession
+
+    theirs = SQLiteSession("typed", str(tmp_path / "sdk.sqlite3"))
+    ours = TurnstoreSession("typed", store_url)
+    try:
+        for session in (theirs, ours):
+            with pytest.raises(TypeError):
+                await session.add_items(items)
+            assert await session.get_items() == [], type(session).__name__
+        with pytest.raises(turnstore.InvalidInput):
+            await ours.add_items(items)
+    finally:
+        theirs.close()
+        ours.close()
+
+
 async def test_a_shared_store_stays_open_after_a_session_closes(store_url: str) -> None:
     async with turnstore.open(store_url) as store:
         session = TurnstoreSession("shared", store)

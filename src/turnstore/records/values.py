@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import msgspec
 import msgspec.inspect
 
-from turnstore.errors import InvalidInput
+from turnstore.errors import InvalidInput, NotJsonValue
 from turnstore.records.base import I64_MIN, U64_MAX
 
 MAX_DEPTH = 64
@@ -20,9 +20,10 @@ MAX_DEPTH = 64
 class _Refused(Exception):
     """A value that would not come back equal; `path` grows as the walk unwinds."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, of_type: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.of_type = of_type  # a type JSON cannot hold (json.dumps's TypeError), not a value
         self.path: list[str] = []
 
 
@@ -104,7 +105,7 @@ def _walk(value: object, depth: int, in_any: bool) -> None:
         for key, item in value.items():
             try:
                 if type(key) is not str:
-                    raise _Refused(f"has a key that is not a string: {key!r:.40}")
+                    raise _Refused(f"has a key that is not a string: {key!r:.40}", of_type=True)
                 _text(key)
                 # Plain text and flags are most leaves: skip the call for them.
                 if not ((type(item) is str and item.isascii()) or type(item) is bool):
@@ -139,7 +140,7 @@ def _walk(value: object, depth: int, in_any: bool) -> None:
                 refused.path.append(f".{field.name}")
                 raise
         return
-    raise _Refused(f"is of type {kind.__name__}, not a JSON value")
+    raise _Refused(f"is of type {kind.__name__}, not a JSON value", of_type=True)
 
 
 def check_value(value: object, what: str, *, record: bool = True) -> None:
@@ -155,7 +156,8 @@ def check_value(value: object, what: str, *, record: bool = True) -> None:
         _walk(value, 0, not (record and isinstance(value, msgspec.Struct)))
     except _Refused as refused:
         path = "".join(reversed(refused.path))
-        raise InvalidInput(f"{what}: ${path} {refused.reason}") from None
+        error = NotJsonValue if refused.of_type else InvalidInput
+        raise error(f"{what}: ${path} {refused.reason}") from None
     except RecursionError:
         raise InvalidInput(f"{what} nests too deeply to store") from None
 

@@ -10,7 +10,7 @@ import msgspec
 import msgspec.inspect
 import msgspec.msgpack
 
-from turnstore.errors import InvalidInput, RecordDecodeError
+from turnstore.errors import InvalidInput, NotJsonValue, RecordDecodeError
 from turnstore.records.base import (
     I64_MAX,
     decode_json,
@@ -89,7 +89,7 @@ def json_value(value: T, what: str) -> T:
     A record would be stored as a JSON object and come back as a dict, not equal to itself.
     """
     if isinstance(value, msgspec.Struct):
-        raise InvalidInput(f"{what}: $ is of type {type(value).__name__}, not a JSON value")
+        raise NotJsonValue(f"{what}: $ is of type {type(value).__name__}, not a JSON value")
     return value
 
 

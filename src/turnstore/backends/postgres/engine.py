@@ -23,7 +23,12 @@ from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
 from turnstore.engine.protocol import Dialect, Tx
-from turnstore.errors import ReadOnlyStore, StorageError, StoreClosed, TurnstoreError
+from turnstore.errors import (
+    OutcomeUnknown,
+    ReadOnlyStore,
+    StoreClosed,
+    TurnstoreError,
+)
 from turnstore.records.base import WriterStats
 
 T = TypeVar("T")
@@ -315,10 +320,11 @@ class PostgresEngine:
                 if isinstance(error, psycopg.OperationalError):
                     # Lost with the COMMIT sent: it may have committed. Running it again
                     # could apply it twice, so the caller hears that the outcome is unknown.
-                    failure = StorageError(
+                    failure = OutcomeUnknown(
                         f"{failure.message} (the connection was lost while the write was "
                         "committing: it may or may not have been committed)",
                         retryable=False,
+                        sqlstate=failure.sqlstate,
                     )
                 break
             with self._counter:

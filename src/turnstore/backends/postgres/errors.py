@@ -50,7 +50,15 @@ def storage_error(error: BaseException, options: PostgresOptions) -> StorageErro
         | errors.DeadlockDetected
         | errors.SerializationFailure,
     )
-    return StorageError(f"PostgreSQL error: {options.redact(str(error))}", retryable=retryable)
+    sqlstate = getattr(error, "sqlstate", None)
+    diagnostic = getattr(error, "diag", None)
+    detail = diagnostic.message_detail if diagnostic is not None else None
+    return StorageError(
+        f"PostgreSQL error: {options.redact(str(error))}",
+        retryable=retryable,
+        sqlstate=sqlstate,
+        detail=None if detail is None else options.redact(detail),
+    )
 
 
 def refusal(error: StorageError) -> ConfigError | None:
