@@ -141,3 +141,38 @@ async def test_corrupt_journal_and_state_rows_raise_corrupt_record(store, databa
         await store.transcript_page("j", TranscriptPageRequest(max_batches=5))
     with pytest.raises(CorruptRecord):
         await store.load_state("scope", "key")
+
+
+DEEP = [pytest.param(1_100, id="1100-levels"), pytest.param(20_000, id="20000-levels")]
+"""Nestings past what any decoder recurses through (about 1,000 levels)."""
+
+
+@pytest.mark.parametrize("levels", DEEP)
+async def test_rows_nested_past_any_decoder_raise_corrupt_record(store, database, levels):
+    """A stored row nested deeper than a decoder recurses is corrupt, not a RecursionError."""
+    nest = "[" * levels + "]" * levels
+    checkpoint = Checkpoint(session_id="d", sequence=1, context=["item"])
+    warning = TimestampedEvent(recorded_at_ms=1, event=Event(msg=WarningEvent(message="w")))
+    await store.save_with_events(checkpoint, ["item"], events=[warning])
+    await store.save_state("scope", "key", {"a": 1})
+    rt = await runtime(store, "r")
+    await rt.commit_runtime_state(make_commit("r", None, append([user("n1", None, "hi")])))
+    database.query(f"UPDATE context_chunks SET items_json = '[{nest}]'")
+    database.query(
+        f"UPDATE transcript_delta SET items_json = '[{nest}]' WHERE items_json IS NOT NULL"
+    )
+    # In a record, under a key: a decoder skipping an unknown field recurses as deep.
+    database.query(f"UPDATE event_batches SET events_json = '[[1,1,{{\"x\":{nest}}},[]]]'")
+    database.query(f"UPDATE middleware_state SET value_json = '{nest}'")
+    database.query(f"UPDATE graph_nodes SET record_json = '{{\"x\":{nest}}}'")
+    reads = [
+        lambda: store.load("d"),
+        lambda: store.transcript_page("d", TranscriptPageRequest(max_batches=5)),
+        lambda: store.event_page("d", EventPageRequest(limit=5)),
+        lambda: store.load_state("scope", "key"),
+        lambda: rt.load_session(),
+    ]
+    for read in reads:
+        with pytest.raises(CorruptRecord) as caught:
+            await read()
+        assert "nest" in str(caught.value)

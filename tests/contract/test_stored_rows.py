@@ -102,6 +102,29 @@ def _tool_state(row: Row, rows: list[Row]) -> None:
     row["data"] = base64.b64encode(b"\xff not JSON").decode()
 
 
+def nest(levels: int) -> Any:
+    """`levels` lists, one inside the other."""
+    value: Any = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def reseal(data: bytes) -> bytes:
+    """`data` with every tree's digest recomputed from the rows it holds now."""
+    lines = data.splitlines(keepends=True)
+    # By the line's start: a forged row may nest past what any decoder follows.
+    kinds = [line.split(b",", 1)[0].rstrip(b"}\n") for line in lines]
+    marks = (b'{"kind":"tree"', b'{"kind":"end"')
+    trees = [i for i, kind in enumerate(kinds) if kind == marks[0]]
+    for start in trees:
+        end = next(i for i in range(start + 1, len(lines)) if kinds[i] in marks)
+        tree = msgspec.json.decode(lines[start])
+        tree["digest"] = hashlib.sha256(b"".join(lines[start + 1 : end])).hexdigest()
+        lines[start] = msgspec.json.encode(tree) + b"\n"
+    return b"".join(lines)
+
+
 PLAIN = "plain-session"
 RUNTIME = "runtime-session"
 DEMO = "demo-session"
@@ -132,6 +155,11 @@ FORGERIES = [
     (RUNTIME, "session_meta", _set("meta_json", []), "session meta"),
     (RUNTIME, "blobs", _manifest, "checkpoint manifest"),
     (RUNTIME, "blobs", _tool_state, "tool state"),
+    # Free JSON past what a save takes (64 levels) gets in by no import either.
+    (PLAIN, "context_chunks", _set("items_json", [nest(65)]), "nests deeper than 64 levels"),
+    (PLAIN, "transcript_delta", _set("items_json", [nest(900)]), "nests deeper than 64 levels"),
+    (RUNTIME, "queued_work", _set("items_json", [{"a": nest(70)}]), "nests deeper than 64"),
+    (PLAIN, "context_chunks", _set("items_json", [2**64]), "integer outside 64 bits"),
 ]
 
 
@@ -161,6 +189,22 @@ def test_a_row_no_read_can_decode_is_refused_with_its_tree(
         row = "runtime_heads" if kind == "blobs" else kind
         assert f"{row} row (session_id {session_id!r}" in message, message
         assert target.session_summary(session_id) is None
+        assert database.count("sessions") == 0
+
+
+@pytest.mark.parametrize("levels", [1_100, 20_000])
+@pytest.mark.parametrize("kind", ["context_chunks", "transcript_delta"])
+def test_items_nested_past_any_decoder_are_refused_typed(
+    source: BlockingStore, store_url: str, database: Any, kind: str, levels: int
+) -> None:
+    """Nesting no decoder follows (about 1,000 levels): InvalidInput, not a RecursionError."""
+    marked = forge(export_of(source, PLAIN), kind, _set("items_json", ["DEEP"]))
+    data = reseal(marked.replace(b'["DEEP"]', b"[" + b"[" * levels + b"]" * levels + b"]", 1))
+    with turnstore.open_blocking(store_url) as target:
+        with pytest.raises(InvalidInput, match="no read could use it") as raised:
+            import_jsonl(target, io.BytesIO(data))
+        assert "nests deeper than a decoder can follow" in str(raised.value)
+        assert target.session_summary(PLAIN) is None
         assert database.count("sessions") == 0
 
 

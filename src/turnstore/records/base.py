@@ -70,15 +70,20 @@ def encode_json_lines(values: list[Any]) -> bytes:
     return _ENCODER.encode_lines(values)
 
 
+TOO_DEEP = "nests deeper than a decoder can follow (about 1,000 levels)"
+"""Why JSON nested past msgspec's recursion limit does not decode."""
+
+
 def decode_json_lines(data: bytes, type_: type[T]) -> list[T]:
     """Decode newline-delimited JSON into a list of `type_`; `RecordDecodeError` if one fails."""
     try:
         values: list[T] = _decoder(type_).decode_lines(data)
         return values
     except msgspec.DecodeError as error:
-        raise RecordDecodeError(
-            f"{getattr(type_, '__name__', type_)} does not decode: {error}"
-        ) from None
+        problem = str(error)
+    except RecursionError:
+        problem = TOO_DEEP
+    raise RecordDecodeError(f"{getattr(type_, '__name__', type_)} does not decode: {problem}")
 
 
 def decode_json(data: bytes | str, type_: type[T]) -> T:
@@ -87,9 +92,10 @@ def decode_json(data: bytes | str, type_: type[T]) -> T:
         value: T = _decoder(type_).decode(data)
         return value
     except msgspec.DecodeError as error:
-        raise RecordDecodeError(
-            f"{getattr(type_, '__name__', type_)} does not decode: {error}"
-        ) from None
+        problem = str(error)
+    except RecursionError:
+        problem = TOO_DEEP
+    raise RecordDecodeError(f"{getattr(type_, '__name__', type_)} does not decode: {problem}")
 
 
 def convert(value: object, type_: type[T]) -> T:
@@ -109,6 +115,7 @@ def decode_stored(data: bytes | str, type_: type[T], what: str, session_id: str 
         value: T = _decoder(type_).decode(data)
         return value
     except msgspec.DecodeError as error:
-        raise CorruptRecord(
-            f"stored {what} does not decode: {error}", session_id=session_id
-        ) from None
+        problem = str(error)
+    except RecursionError:
+        problem = TOO_DEEP
+    raise CorruptRecord(f"stored {what} does not decode: {problem}", session_id=session_id)

@@ -353,7 +353,13 @@ class SessionCursor(Record, kw_only=True):
         try:
             raw = base64.urlsafe_b64decode(padded.encode("ascii"))
             return msgspec.json.decode(raw, type=cls)
-        except (binascii.Error, UnicodeEncodeError, msgspec.DecodeError, ValueError) as error:
+        except (
+            binascii.Error,
+            UnicodeEncodeError,
+            msgspec.DecodeError,
+            ValueError,
+            RecursionError,
+        ) as error:
             raise ValueError(f"{token[:80]!r} is not a catalog cursor") from error
 
 

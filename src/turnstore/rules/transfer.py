@@ -46,6 +46,11 @@ def export_line(raw: bytes, number: int, limit: int | None, decode: Callable[[by
         raise InvalidInput(f"export line {number}: {error}") from None
     except msgspec.DecodeError as error:
         raise InvalidInput(f"export line {number} is not JSON: {error}") from None
+    except RecursionError:
+        raise InvalidInput(
+            f"export line {number} nests deeper than a decoder can follow (about 1,000 "
+            "levels); no read could use it"
+        ) from None
 
 
 def check_tree_root(session_ids: list[str], root: str, number: int) -> None:

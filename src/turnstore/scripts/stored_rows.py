@@ -30,14 +30,18 @@ from turnstore.records.runtime import (
     SessionNodeRecord,
     TokenLedgerEntry,
 )
+from turnstore.records.values import check_value
 from turnstore.rules.runtime import ensure_supported_schema_version
 from turnstore.rules.stored import check_checkpoint_row, check_event_batch, valid_stored
 from turnstore.rules.validation import validate_execution_record, validate_stored_checkpoint
 from turnstore.scripts.runtime_tables import blob_bytes
 from turnstore.scripts.transfer_rows import Table
 
-_JSON_LIST = list[msgspec.Raw]
-"""A JSON array whose items are any JSON: checked for syntax without building its values."""
+_JSON_LIST = list[Any]
+"""A JSON array whose items are any JSON, each checked as the save path checks an item."""
+
+_JSON_VALUE = msgspec.Raw
+"""One JSON value of any shape, checked as the save path checks a value."""
 
 # (table, column) -> (the type a read decodes the column into, what a read calls it).
 _COLUMNS: dict[tuple[str, str], tuple[Any, str]] = {
@@ -60,7 +64,7 @@ _COLUMNS: dict[tuple[str, str], tuple[Any, str]] = {
     ("turn_commits", "result_json"): (RuntimeCommitResult, "turn commit"),
     ("queued_work", "items_json"): (_JSON_LIST, "queued work"),
     ("session_meta", "meta_json"): (SessionMeta, "session meta"),
-    ("middleware_state", "value_json"): (msgspec.Raw, "middleware state"),
+    ("middleware_state", "value_json"): (_JSON_VALUE, "middleware state"),
     ("lg_checkpoints", "versions_json"): (dict[str, Any], "channel versions"),
     ("lg_checkpoints", "delta_channels_json"): (_JSON_LIST, "delta channels"),
 }
@@ -163,7 +167,15 @@ def _is_null(raw: msgspec.Raw) -> bool:
 
 def _decode(table: str, column: str, raw: msgspec.Raw, session_id: str | None) -> Any:
     type_, what = _COLUMNS[(table, column)]
-    return decode_stored(raw, type_, what, session_id)
+    value = decode_stored(raw, type_, what, session_id)
+    # What a save would refuse (nesting past MAX_DEPTH, integers past 64 bits) a read must
+    # not meet either: free JSON is held to the save path's own check, item by item.
+    if type_ is _JSON_LIST:
+        for index, item in enumerate(value):
+            check_value(item, f"stored {what}[{index}]", record=False)
+    elif type_ is _JSON_VALUE:
+        check_value(msgspec.json.decode(value), f"stored {what}", record=False)
+    return value
 
 
 def _hydrate(tx: Tx, session_id: str, ref: str) -> None:
@@ -198,10 +210,7 @@ def state_problems(tx: Tx) -> list[str]:
     problems = []
     for scope, key, value_json in tx.stream(tx.sql(StoredRowSql).unscoped_state):
         try:
-            msgspec.json.decode(value_json, type=Any)
-        except msgspec.DecodeError as error:
-            problems.append(
-                f"middleware_state row (scope {scope!r}, key {key!r}): stored middleware state"
-                f" does not decode: {error}"
-            )
+            _decode("middleware_state", "value_json", value_json, None)
+        except (CorruptRecord, InvalidInput) as error:
+            problems.append(f"middleware_state row (scope {scope!r}, key {key!r}): {error}")
     return problems
