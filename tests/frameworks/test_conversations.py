@@ -75,6 +75,26 @@ def test_a_langgraph_thread_reads_as_the_messages_langgraph_holds(store_url: str
         assert again.execution_stats.run_count == 3
 
 
+def test_a_compressed_message_is_inflated_only_to_the_reads_bound(store_url: str) -> None:
+    """A message stored compressed that inflates past `max_value_bytes` is a placeholder."""
+    from turnstore.integrations.langgraph import TurnstoreSaver
+    from turnstore.rules.langgraph_values import OPAQUE
+
+    with turnstore.open_blocking(store_url) as store:
+        graph = build(TurnstoreSaver(store))
+        graph.invoke(user("z", 0, "walrus " * 100_000), config("z"))
+        whole = store.conversation("langgraph/z", ConversationRequest(limit=10))
+        assert whole is not None
+        assert whole.messages[0].item["content"] == "walrus " * 100_000
+        bounded = ConversationRequest(limit=10, max_value_bytes=64 * 1024)
+        page = store.conversation("langgraph/z", bounded)
+        assert page is not None
+        placeholders = [m.item for m in page.messages if OPAQUE in m.item]
+        assert placeholders
+        assert all(item["inflates_past"] == 64 * 1024 for item in placeholders)
+        assert all(item["bytes"] < 64 * 1024 for item in placeholders)
+
+
 class _Asked(TypedDict):
     answer: str
 

@@ -81,3 +81,33 @@ def test_what_is_not_read_is_a_placeholder() -> None:
         OPAQUE: "numpy",
         "bytes": len(PACK(("<f8", [1], "C", b"12345678"))),
     }
+
+
+def test_a_compressed_value_inflates_only_to_its_bound() -> None:
+    """A small value that inflates a thousandfold reads as a placeholder naming the bound."""
+    big = {"a": "b" * 1_000_000}
+    packed = zlib.compress(PACK(big), 9)
+    assert len(packed) < 5_000
+    assert decode_value("z:msgpack", packed, 64 * 1024) == {
+        OPAQUE: "z:msgpack",
+        "bytes": len(packed),
+        "inflates_past": 64 * 1024,
+    }
+    assert decode_value("z:msgpack", packed, 2_000_000) == big
+    # The default bound, 16 MiB: 17 MiB of one letter is past it.
+    huge = zlib.compress(PACK("c" * (17 * 2**20)), 9)
+    assert decode_value("z:msgpack", huge)["inflates_past"] == 16 * 2**20
+
+
+def test_a_cut_off_compressed_value_is_a_plain_placeholder() -> None:
+    packed = zlib.compress(PACK({"a": "b" * 300}))
+    assert decode_value("z:msgpack", packed[:-8]) == {OPAQUE: "z:msgpack", "bytes": len(packed) - 8}
+
+
+@pytest.mark.parametrize("levels", [1_100, 50_000])
+def test_a_value_nested_past_any_decoder_is_a_placeholder(levels: int) -> None:
+    """msgpack arrays of one nested past the decoder's recursion limit: no RecursionError."""
+    nested = b"\x91" * levels + b"\xc0"
+    assert decode_value("msgpack", nested) == {OPAQUE: "msgpack", "bytes": len(nested)}
+    as_json = b"[" * levels + b"]" * levels
+    assert decode_value("json", as_json) == {OPAQUE: "json", "bytes": len(as_json)}

@@ -68,6 +68,9 @@ class ConversationRequest(Record, kw_only=True):
     limit: U64 = 50
     channel: str | None = None
     """A LangGraph thread's list channel to read; `messages` by default."""
+    max_value_bytes: U64 = 16 * 2**20
+    """The most bytes a LangGraph value stored compressed is inflated to; past it the message
+    is a placeholder that names the bound (16 MiB by default)."""
 
 
 class ConversationPage(Record, kw_only=True):

@@ -19,6 +19,10 @@ OPAQUE = "langgraph_value_type"
 """The key of a placeholder for a value not read (pickled, bytes, undecodable)."""
 COMPRESSED = "z:"
 """Prefix of the type tag of a value the LangGraph saver stored zlib-compressed."""
+MAX_INFLATED = 16 * 2**20
+"""The most bytes a compressed value is inflated to when it is read (a conversation page, the
+search index): past it the value reads as a placeholder that says so, never searched.
+`ConversationRequest.max_value_bytes` sets another bound for one read."""
 _SINGLE, _POSITIONAL, _KEYWORDS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2 = range(6)
 _NUMPY, _DELTA = 6, 7
 
@@ -52,22 +56,35 @@ def _revive(value: dict[str, Any]) -> Any:
     return value
 
 
-def decode_value(value_type: str, data: bytes) -> Any:
-    """A stored LangGraph value as JSON-like data; a value it cannot read as a placeholder."""
+def decode_value(value_type: str, data: bytes, max_inflated: int = MAX_INFLATED) -> Any:
+    """A stored LangGraph value as JSON-like data; a value it cannot read as a placeholder.
+
+    A compressed value is inflated to at most `max_inflated` bytes: a small value that
+    inflates a thousandfold must not cost every reader that much memory."""
     try:
         if value_type.startswith(COMPRESSED):
-            value_type, data = value_type[len(COMPRESSED) :], zlib.decompress(data)
+            inflater = zlib.decompressobj()
+            inflated = inflater.decompress(data, max_inflated)
+            if inflater.unconsumed_tail or not inflater.eof:
+                more = bool(inflater.unconsumed_tail) or len(inflated) == max_inflated
+                return opaque(value_type, len(data), max_inflated if more else None)
+            value_type, data = value_type[len(COMPRESSED) :], inflated
         if value_type == "msgpack":
             return _DECODER.decode(data)
         if value_type == "json":
             return json.loads(data, object_hook=_revive)
-    except (msgspec.DecodeError, ValueError, zlib.error):
+    except (msgspec.DecodeError, ValueError, zlib.error, RecursionError):
+        # RecursionError: nested past what a decoder follows (about 1,000 levels).
         return opaque(value_type, len(data))
     if value_type == "null":
         return None
     return opaque(value_type, len(data))
 
 
-def opaque(value_type: str, size: int) -> dict[str, Any]:
-    """What a value that is not read shows instead: its type tag and size (never searched)."""
-    return {OPAQUE: value_type, "bytes": size}
+def opaque(value_type: str, size: int, inflated_past: int | None = None) -> dict[str, Any]:
+    """What a value that is not read shows instead: its type tag and size (never searched),
+    and for one that inflates past the bound, that bound."""
+    shown: dict[str, Any] = {OPAQUE: value_type, "bytes": size}
+    if inflated_past is not None:
+        shown["inflates_past"] = inflated_past
+    return shown

@@ -19,7 +19,7 @@ from turnstore.records.conversation import (
 from turnstore.records.kinds import Storage, kind_of
 from turnstore.records.langgraph import EMPTY, LIST, CheckpointRow, Typed
 from turnstore.rules.conversation import StoredConversation
-from turnstore.rules.langgraph_values import decode_value
+from turnstore.rules.langgraph_values import MAX_INFLATED, decode_value
 from turnstore.rules.pages import JournalQuery
 from turnstore.scripts import context_items, journals, sessions
 from turnstore.scripts.langgraph import BlobRow, LangGraphSql, segments, versions_of
@@ -47,10 +47,10 @@ def stored(tx: Tx, session_id: str, request: ConversationRequest) -> StoredConve
     return found
 
 
-def _point(tx: Tx, row: CheckpointRow, channel: str) -> LangGraphPoint:
+def _point(tx: Tx, row: CheckpointRow, channel: str, most: int) -> LangGraphPoint:
     """The checkpoint's step and source, and the nodes it triggers next."""
-    metadata = decode_value(row.metadata_type, row.metadata)
-    checkpoint = decode_value(row.checkpoint_type, row.checkpoint)
+    metadata = decode_value(row.metadata_type, row.metadata, most)
+    checkpoint = decode_value(row.checkpoint_type, row.checkpoint, most)
     point = LangGraphPoint(checkpoint_id=row.checkpoint_id, channel=channel)
     if isinstance(metadata, dict):
         step, source = metadata.get("step"), metadata.get("source")
@@ -110,10 +110,17 @@ def newest_root(tx: Tx, session_id: str) -> CheckpointRow | None:
 
 
 def list_window(
-    tx: Tx, row: CheckpointRow, channel: str, before: int | None, limit: int | None, since: int = 0
+    tx: Tx,
+    row: CheckpointRow,
+    channel: str,
+    before: int | None,
+    limit: int | None,
+    since: int = 0,
+    most: int = MAX_INFLATED,
 ) -> ListWindow:
     """The newest `limit` items (all when None) before index `before` and from `since` of a
-    list channel at a checkpoint, read from its lineage ranges only."""
+    list channel at a checkpoint, read from its lineage ranges only; a compressed value is
+    inflated to at most `most` bytes."""
     version = versions_of(row).get(channel)
     blob = None if version is None else _blob(tx, row, channel, version)
     if blob is None or blob.value_type == EMPTY:
@@ -124,7 +131,7 @@ def list_window(
         return max(since, 0 if limit is None else end - limit), end
 
     if blob.value_type != LIST:
-        value = None if blob.value is None else decode_value(blob.value_type, blob.value)
+        value = None if blob.value is None else decode_value(blob.value_type, blob.value, most)
         whole = value if isinstance(value, list) else [] if value is None else [value]
         first, end = bounds(len(whole))
         return ListWindow(whole[first:end], first, len(whole))
@@ -136,13 +143,14 @@ def list_window(
         low, high = max(low, first), min(high, end)
         if low < high:
             typed += tx.rows(tx.sql(LangGraphSql).items, (row.session_id, lineage, low, high))
-    return ListWindow([decode_value(*item) for item in typed], first, blob.length)
+    return ListWindow([decode_value(*item, most) for item in typed], first, blob.length)
 
 
 def _thread(tx: Tx, found: StoredConversation, request: ConversationRequest, channel: str) -> None:
     row = newest_root(tx, found.session_id)
     if row is None:
         return
-    found.langgraph = _point(tx, row, channel)
-    window = list_window(tx, row, channel, request.before, request.limit)
+    most = request.max_value_bytes
+    found.langgraph = _point(tx, row, channel, most)
+    window = list_window(tx, row, channel, request.before, request.limit, most=most)
     found.items, found.start, found.total = window.items, window.start, window.length
