@@ -261,6 +261,58 @@ def test_a_token_is_required_on_every_request_when_set(serve, writer: BlockingSt
         assert browser.get("/api/sessions").status_code == 200
 
 
+def test_a_browser_without_the_token_gets_a_page_that_says_how_to_sign_in(
+    serve, writer: BlockingStore
+) -> None:
+    """A page, not raw JSON, for a browser; programs still get JSON; a wrong token says so."""
+    server = serve("--token", "s3cret")
+    html = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    page = server.get("/", headers=html)
+    assert page.status_code == 401
+    assert page.headers["content-type"].startswith("text/html")
+    assert "/?token=TOKEN" in page.text
+    assert "Authorization: Bearer TOKEN" in page.text
+    assert "A bearer token is required." in page.text
+    wrong = server.get("/", params={"token": "nope"}, headers=html)
+    assert wrong.status_code == 401
+    assert "The token given is wrong." in wrong.text
+    assert "nope" not in wrong.text
+    program = server.get("/api/sessions")
+    assert program.json() == {"error": "a bearer token is required", "type": "Unauthorized"}
+    assert server.get("/", params={"token": "nope"}).json()["error"] == "the token given is wrong"
+
+
+HOSTILE_HOSTS = ["evil.example", "evil.example:8765", "127.0.0.1.evil.example", "[2001:db8::1]"]
+"""Host headers a rebinding page (or any other name) would send."""
+
+
+def test_without_a_token_only_loopback_host_names_are_answered(
+    serve, writer: BlockingStore
+) -> None:
+    """DNS rebinding: a page whose name points at 127.0.0.1 sends its own name as Host."""
+    new_session(writer, "s")
+    server = serve()
+    for host in HOSTILE_HOSTS:
+        refused = server.get("/api/sessions", headers={"host": host})
+        assert refused.status_code == 400, host
+        assert refused.json()["type"] == "HostNotAllowed"
+        assert "evil" not in refused.text
+        assert server.get("/", headers={"host": host}).status_code == 400
+    port = server.port
+    for host in [f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}"]:
+        answered = server.get("/api/sessions", headers={"host": host})
+        assert answered.status_code == 200, host
+        assert [s["session_id"] for s in answered.json()["sessions"]] == ["s"]
+    allowing = serve("--allowed-host", "box.lan", "--allowed-host", "Other.Lan")
+    for host in ["box.lan", f"box.lan:{port}", "other.lan"]:
+        assert allowing.get("/api/sessions", headers={"host": host}).status_code == 200, host
+    assert allowing.get("/api/sessions", headers={"host": "evil.example"}).status_code == 400
+    # With a token the token guards every request, whatever name the client used.
+    tokened = serve("--token", "s3cret")
+    bearer = {"authorization": "Bearer s3cret", "host": "box.lan"}
+    assert tokened.get("/api/sessions", headers=bearer).status_code == 200
+
+
 def test_a_non_loopback_bind_is_refused_without_a_token(store_url: str, writer) -> None:
     """`--host 0.0.0.0` without `--token` is a usage error, and nothing is served."""
     for host in ["0.0.0.0", "::", "192.0.2.1", "example.org"]:

@@ -38,6 +38,14 @@ TOKEN_ENV = "TURNSTORE_TOKEN"
 )
 @click.option("--owner", metavar="ID", help="Show only sessions of this owner, everywhere.")
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="Without --token, answer requests for this host name too (repeatable); only "
+    "loopback names and addresses are answered otherwise.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS),
     default="info",
@@ -45,13 +53,20 @@ TOKEN_ENV = "TURNSTORE_TOKEN"
     help="Log level of uvicorn and of turnstore's own loggers (unless TURNSTORE_LOG_LEVEL).",
 )
 def serve(
-    url: str, host: str, port: int, token: str | None, owner: str | None, log_level: str
+    url: str,
+    host: str,
+    port: int,
+    token: str | None,
+    owner: str | None,
+    allowed_hosts: tuple[str, ...],
+    log_level: str,
 ) -> None:
     """Serve a read-only HTTP API, live tail and web viewer of the store at URL.
 
     Binds to loopback unless --host says otherwise; a non-loopback address needs --token,
-    which every request must then carry (the viewer: open /?token=TOKEN once). Needs the
-    extra `turnstore[serve]`.
+    which every request must then carry (the viewer: open /?token=TOKEN once). Without a
+    token only requests for a loopback host name are answered (and --allowed-host names).
+    Needs the extra `turnstore[serve]`.
     """
     try:
         import uvicorn
@@ -77,7 +92,7 @@ def serve(
         listener = _listen(host, port)
         # The app closes the store as it shuts down: uvicorn ends a SIGTERM-ed process
         # by raising the signal again once it has stopped, so code after it never runs.
-        settings = ServeSettings(token=token, owner_id=owner)
+        settings = ServeSettings(token=token, owner_id=owner, allowed_hosts=allowed_hosts)
         app = create_app(store, settings, close_store=True)
         shown = f"[{host}]" if ":" in host else host
         bound = listener.getsockname()[1]

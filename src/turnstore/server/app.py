@@ -104,7 +104,7 @@ def create_app(
         },
     )
     app.add_middleware(RawSessionPaths)
-    app.add_middleware(Guard, token=settings.token)
+    app.add_middleware(Guard, token=settings.token, allowed_hosts=settings.allowed_hosts)
     return app
 
 

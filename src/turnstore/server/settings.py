@@ -15,6 +15,8 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     token: str | None = None
     owner_id: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names a server without a token answers to besides the loopback ones."""
     max_sessions: int = 200
     max_events: int = 500
     max_batches: int = 100
