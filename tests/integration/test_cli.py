@@ -306,6 +306,27 @@ def test_demo_ends_with_the_serve_command_that_shows_it(tmp_path: Path) -> None:
     assert {s["session_id"] for s in catalog["sessions"]} == DEMO_SESSIONS
 
 
+def test_demo_in_a_bare_install_names_the_extra_with_its_brackets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the serve extra the demo says what to install, `[serve]` and all (not markup)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    # A bare install: the serve extra's packages cannot be found.
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name in ("uvicorn", "starlette") else real(name, *args),
+    )
+    done = run("demo", "--path", tmp_path / "demo.sqlite3")
+    assert done.exit_code == 0, done.stderr
+    assert (
+        "Or browse it in the web viewer (pip install 'turnstore[serve]' first) at "
+        "http://127.0.0.1:8765/ with:"
+    ) in " ".join(done.stdout.split())  # as one line, however the terminal wrapped it
+
+
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
     with socket.socket() as probe:

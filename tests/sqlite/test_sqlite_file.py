@@ -22,11 +22,12 @@ from turnstore import (
 from turnstore.backends.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 UNVERSIONED = (
-    f"unversioned SQLite database is not empty; expected schema version {SCHEMA_VERSION} "
-    "(start with a fresh database)"
+    "this SQLite file holds tables but no turnstore schema version; expected version "
+    f"{SCHEMA_VERSION}: is it another program's database? (give turnstore a path of its own)"
 )
 NEWER = (
-    f"unsupported SQLite schema version 99; expected {SCHEMA_VERSION} (start with a fresh database)"
+    "SQLite schema version 99 was written by a newer turnstore; this build supports version "
+    f"{SCHEMA_VERSION} (upgrade turnstore)"
 )
 
 

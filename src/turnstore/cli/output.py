@@ -39,8 +39,9 @@ VIEWER_URL = "http://127.0.0.1:8765/"
 
 def make_console(*, stderr: bool = False) -> Console:
     """A console for command output; off a terminal, rich drops colour and uses 80 columns."""
-    # Stored text may contain `[tags]` or `:names:`; cells are Text, and emoji stay literal.
-    return Console(highlight=False, emoji=False, stderr=stderr)
+    # Stored text may contain `[tags]` or `:names:`, and so does our own advice
+    # (`pip install 'turnstore[serve]'`): nothing printed is markup, and emoji stay literal.
+    return Console(highlight=False, emoji=False, markup=False, stderr=stderr)
 
 
 def render_more(console: Console, what: str, command: str) -> None:

@@ -29,13 +29,13 @@ def progress_bar(description: str) -> Iterator[ProgressCallback | None]:
         return
     columns = (
         SpinnerColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
     # Transient: once done, the bar gives way to the command's report.
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=Console(stderr=True, markup=False), transient=True) as bar:
         task = bar.add_task(description, total=None)
 
         def advance(done: int, total: int) -> None:

@@ -67,14 +67,17 @@ def _checked_version(connection: sqlite3.Connection) -> int:
     if version == 0:
         has_tables = connection.execute("SELECT EXISTS (SELECT 1 FROM sqlite_schema)").fetchone()
         if has_tables[0]:
+            # Not turnstore's: it is left as it is, and the advice loses nothing of it.
             raise SchemaError(
-                "unversioned SQLite database is not empty; expected schema version "
-                f"{SCHEMA_VERSION} (start with a fresh database)"
+                "this SQLite file holds tables but no turnstore schema version; expected "
+                f"version {SCHEMA_VERSION}: is it another program's database? (give turnstore "
+                "a path of its own)"
             )
     elif version > SCHEMA_VERSION:
+        # Advice that loses data is the worst kind: a newer turnstore wrote it, so upgrade.
         raise SchemaError(
-            f"unsupported SQLite schema version {version}; expected {SCHEMA_VERSION} "
-            "(start with a fresh database)"
+            f"SQLite schema version {version} was written by a newer turnstore; this build "
+            f"supports version {SCHEMA_VERSION} (upgrade turnstore)"
         )
     return version
 
