@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 import time
@@ -195,6 +196,41 @@ def test_import_of_a_conflicting_session(cli: Cli, store_url: str, tmp_path: Pat
         summary = store.session_summary("s")
     assert summary is not None
     assert summary.first_user_message == "the original"
+
+
+SUMMARY = r"^{verb} {sessions} sessions in [0-9.]+ s \({trees} trees, [0-9,]+ rows{size}\){rest}\.$"
+"""The one line a bulk command prints without --verbose or --json."""
+
+
+def summary(verb: str, sessions: str, trees: int, *, size: bool = True, rest: str = "") -> str:
+    shown = r", [0-9.]+ (KiB|MiB|GiB|bytes)" if size else ""
+    return SUMMARY.format(verb=verb, sessions=sessions, trees=trees, size=shown, rest=rest)
+
+
+def test_bulk_commands_print_one_summary_line_and_ids_only_when_asked(
+    cli: Cli, store_url: str, tmp_path: Path
+) -> None:
+    """export, import and copy of 60 sessions: one line each; --verbose lists the ids."""
+    source = str(tmp_path / "many.sqlite3")
+    for number in range(60):
+        save_session(source, f"many-{number:02d}", f"question {number}", [])
+    dump = tmp_path / "many.jsonl"
+    exported = cli("export", source, "--all", "-o", dump)
+    assert exported.exit_code == 0, exported.output
+    assert re.fullmatch(summary("Exported", "60", 60), exported.stdout.strip()), exported.stdout
+    imported = cli("import", store_url, dump)
+    assert imported.exit_code == 0, imported.output
+    assert re.fullmatch(summary("Imported", "60", 60), imported.stdout.strip()), imported.stdout
+    again = cli("import", store_url, dump).stdout.strip()
+    skipped = r"; 60 skipped \(already there\)"
+    assert re.fullmatch(summary("Imported", "0 of 60", 60, rest=skipped), again), again
+    copied = cli("copy", source, str(tmp_path / "copy.sqlite3")).stdout.strip()
+    assert re.fullmatch(summary("Copied", "60", 60, size=False), copied), copied
+    listed = cli("import", str(tmp_path / "listed.sqlite3"), dump, "--verbose").stdout
+    assert listed.splitlines()[1] == "Sessions:"
+    assert {f"many-{number:02d}" for number in range(60)} <= set(listed.split())
+    piped = cli("import", str(tmp_path / "piped.sqlite3"), "-", input=dump.read_bytes())
+    assert re.fullmatch(summary("Imported", "60", 60, size=False), piped.stdout.strip())
 
 
 def test_export_of_named_sessions_carries_their_trees(cli: Cli, demo_url: str) -> None:
