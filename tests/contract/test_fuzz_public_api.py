@@ -928,10 +928,11 @@ CASE_LIST = [
     Case(
         "backup", (Param(BACKUP_PATHS, choice(st.none(), INTS, FLOATS, BAD_VALUES)),), upkeep=True
     ),
+    Case("gauges", (Param(maybe(GOOD_IDS), IDS),), upkeep=True, examples=FEW),
     # Without arguments there is one input to try.
     *(
         Case(name, examples=1, upkeep=True)
-        for name in ("stats", "gauges", "doctor", "gc_unreachable", "vacuum")
+        for name in ("stats", "doctor", "gc_unreachable", "vacuum")
     ),
     *(
         Case(name, runtime=True, examples=FEW)

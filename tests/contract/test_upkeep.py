@@ -117,6 +117,32 @@ async def test_stats_count_what_the_store_holds(store: Any) -> None:
     assert found.database_bytes > 0
 
 
+async def test_gauges_count_every_session_or_one_owners(store: Any) -> None:
+    """Sessions, queued batches and uncommitted attachments of the store, or of an owner;
+    the sizes are the whole store's either way."""
+    from turnstore.records import QueuedWorkBatchDraft
+
+    await make(store, "a1", owner="alice")
+    await make(store, "a2", owner="alice")
+    await make(store, "b1", owner="bob")
+    await make(store, "nobody")
+    for session_id, batches in (("a1", 2), ("b1", 1)):
+        queue = await runtime(store, session_id)
+        for item in range(batches):
+            await queue.enqueue_queued_work(QueuedWorkBatchDraft(boundary="turn", items=[item]))
+    whole = await store.upkeep.gauges()
+    alice = await store.upkeep.gauges("alice")
+    bob = await store.upkeep.gauges(owner_id="bob")
+    stranger = await store.upkeep.gauges("carol")
+    assert (whole.owner_id, alice.owner_id, stranger.owner_id) == (None, "alice", "carol")
+    assert [g.session_count for g in (whole, alice, bob, stranger)] == [4, 2, 1, 0]
+    assert [g.queued_batch_count for g in (whole, alice, bob, stranger)] == [3, 2, 1, 0]
+    assert stranger.oldest_pending_age_ms is None
+    assert alice.database_bytes == whole.database_bytes > 0
+    with pytest.raises(InvalidInput):
+        await store.upkeep.gauges("nul\x00")
+
+
 async def test_doctor_reports_a_healthy_store_and_finds_unreachable_blobs(store: Any) -> None:
     """A fresh store has no problems; a blob orphaned by a newer head is counted, then collected."""
     report = await store.upkeep.doctor()

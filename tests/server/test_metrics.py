@@ -81,6 +81,30 @@ def test_metrics_show_the_stores_figures_as_of_each_scrape(
     assert value(samples, "process_cpu_seconds_total") > 0
 
 
+def test_an_owner_scoped_servers_metrics_count_that_owners_sessions(
+    serve: Any, writer: BlockingStore
+) -> None:
+    """`--owner alice`: the counts are alice's (the catalog shows her 2 of 3 sessions), the
+    info series names her; the database's bytes stay the whole store's."""
+    for session_id, owner in (("a1", "alice"), ("a2", "alice"), ("b1", "bob")):
+        found = Checkpoint.empty(session_id)
+        found.session_context.owner_id = owner
+        found.sequence = 1
+        writer.save(found)
+    writer.runtime("b1").enqueue_queued_work(QueuedWorkBatchDraft(boundary="turn", items=[1]))
+    scoped = serve("--owner", "alice")
+    samples = scrape(scoped)
+    assert value(samples, "turnstore_sessions") == 2
+    assert len(scoped.get("/api/sessions").json()["sessions"]) == 2
+    assert value(samples, "turnstore_queued_batches", state="ready") == 0
+    assert dict(next(iter(samples["turnstore_info"])))["owner"] == "alice"
+    whole = scrape(serve())
+    assert value(whole, "turnstore_sessions") == 3
+    assert value(whole, "turnstore_queued_batches", state="ready") == 1
+    assert dict(next(iter(whole["turnstore_info"])))["owner"] == ""
+    assert value(samples, "turnstore_database_bytes") > 0
+
+
 def test_metrics_need_the_token_when_one_is_set(
     serve: Any, writer: BlockingStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -74,10 +74,11 @@ class Upkeep:
         """Counts of sessions, turns, events, tokens and blobs, and the database's size."""
         return await self._driver.run(upkeep_ops.stats())
 
-    async def gauges(self) -> StoreGauges:
+    async def gauges(self, owner_id: str | None = None) -> StoreGauges:
         """Counts and sizes cheap enough to read on every scrape: sessions, queued work and its
-        leases, the oldest waiting batch's age, the database's and its WAL's bytes."""
-        return await self._driver.run(upkeep_ops.gauges())
+        leases, the oldest waiting batch's age (of one owner's sessions when `owner_id` is
+        given), the database's and its WAL's bytes (always the whole store's)."""
+        return await self._driver.run(upkeep_ops.gauges(owner_id))
 
     async def doctor(self, *, deep: bool = False) -> DoctorReport:
         """Check the store's health: schema, integrity, WAL, orphans, blobs, indexes, bloat.

@@ -24,7 +24,12 @@ from turnstore.records.upkeep import (
     TransferReport,
     VacuumDatabaseReport,
 )
-from turnstore.rules.validation import check_input, validate_session_id, validate_session_ids
+from turnstore.rules.validation import (
+    check_input,
+    optional_identifier,
+    validate_session_id,
+    validate_session_ids,
+)
 from turnstore.rules.values import text
 from turnstore.scripts import runtime_upkeep, search, stored_rows, transfer, upkeep
 from turnstore.scripts.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
@@ -110,9 +115,11 @@ def stats() -> Steps[StoreStats]:
     return found
 
 
-def gauges() -> Steps[StoreGauges]:
-    """The counts and sizes a monitor samples: one read, and the engine's own figures."""
-    found = yield from read(upkeep.gauges)
+def gauges(owner_id: str | None = None) -> Steps[StoreGauges]:
+    """The counts and sizes a monitor samples: one read (of one owner's sessions, when
+    named), and the engine's own figures."""
+    owner = optional_identifier(owner_id, "owner_id")
+    found = yield from read(lambda tx: upkeep.gauges(tx, owner))
 
     def sizes(engine: Engine) -> tuple[str, int, int, int | None]:
         checks = engine.upkeep()

@@ -52,10 +52,12 @@ class StoreGauges(Record, kw_only=True):
 
     backend: str = ""
     schema_version: U64 = 0
+    owner_id: str | None = None
+    """The owner the counts are of; None: every session. Sizes are always the whole store's."""
     session_count: U64 = 0
-    """Every session, forks included."""
+    """Every session (of the owner, when one is named), forks included."""
     queued_batch_count: U64 = 0
-    """Queued-work batches not completed or cancelled yet, in every session."""
+    """Queued-work batches not completed or cancelled yet, in every session counted."""
     leased_batch_count: U64 = 0
     """Of those, the batches a live lease holds."""
     expired_lease_batch_count: U64 = 0

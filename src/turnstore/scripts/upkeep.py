@@ -46,6 +46,17 @@ class QueueGauges(NamedTuple):
 
 _LEASED = "claim_id IS NOT NULL AND lease_expires_at_ms > {now_ms}"
 _EXPIRED = "claim_id IS NOT NULL AND lease_expires_at_ms <= {now_ms}"
+_QUEUE_FIGURES = {
+    "batches": "count(*)",
+    "leased": f"CAST(coalesce(sum(CASE WHEN {_LEASED} THEN 1 ELSE 0 END), 0) AS BIGINT)",
+    "expired": f"CAST(coalesce(sum(CASE WHEN {_EXPIRED} THEN 1 ELSE 0 END), 0) AS BIGINT)",
+    "oldest_pending_age_ms": (
+        f"{{now_ms}} - min(CASE WHEN {_LEASED} THEN NULL ELSE enqueued_at_ms END)"
+    ),
+}
+"""The queue's gauges, over all of it or one owner's sessions."""
+_OWNED = "SELECT session_id FROM sessions WHERE owner_id = ?"
+"""The sessions of one owner (the catalog's owner index serves it)."""
 
 
 class UpkeepSql(Statements):
@@ -94,15 +105,11 @@ class UpkeepSql(Statements):
     )
     session_count = "SELECT count(*) FROM sessions"
     # One pass over the queue, which holds only work not done yet.
-    queue_gauges = select(
-        QueueGauges,
-        "FROM queued_work",
-        batches="count(*)",
-        leased=f"CAST(coalesce(sum(CASE WHEN {_LEASED} THEN 1 ELSE 0 END), 0) AS BIGINT)",
-        expired=f"CAST(coalesce(sum(CASE WHEN {_EXPIRED} THEN 1 ELSE 0 END), 0) AS BIGINT)",
-        oldest_pending_age_ms=(
-            f"{{now_ms}} - min(CASE WHEN {_LEASED} THEN NULL ELSE enqueued_at_ms END)"
-        ),
+    queue_gauges = select(QueueGauges, "FROM queued_work", **_QUEUE_FIGURES)
+    owned_uncommitted_attachments = f"{uncommitted_attachments} AND session_id IN ({_OWNED})"
+    owned_session_count = "SELECT count(*) FROM sessions WHERE owner_id = ?"
+    owned_queue_gauges = select(
+        QueueGauges, f"FROM queued_work WHERE session_id IN ({_OWNED})", **_QUEUE_FIGURES
     )
     tombstoned_sessions = (
         "SELECT DISTINCT session_id FROM graph_nodes WHERE tombstoned ORDER BY session_id"
@@ -194,18 +201,27 @@ def stats(tx: Tx) -> StoreStats:
     )
 
 
-def gauges(tx: Tx) -> StoreGauges:
-    """The counts a monitor samples (sizes and schema version are the engine's to add)."""
+def gauges(tx: Tx, owner_id: str | None = None) -> StoreGauges:
+    """The counts a monitor samples, of every session or of one owner's (sizes and schema
+    version are the engine's to add, and are the whole store's)."""
     sql = tx.sql(UpkeepSql)
-    queued = tx.row(sql.queue_gauges)
+    if owner_id is None:
+        queued = tx.row(sql.queue_gauges)
+        sessions = tx.value(sql.session_count)
+        uncommitted = tx.value(sql.uncommitted_attachments)
+    else:
+        queued = tx.row(sql.owned_queue_gauges, (owner_id,))
+        sessions = tx.value(sql.owned_session_count, (owner_id,))
+        uncommitted = tx.value(sql.owned_uncommitted_attachments, (owner_id,))
     assert queued is not None  # an aggregate always returns one row
     age = queued.oldest_pending_age_ms
     return StoreGauges(
-        session_count=tx.value(sql.session_count),
+        owner_id=owner_id,
+        session_count=sessions,
         queued_batch_count=queued.batches,
         leased_batch_count=queued.leased,
         expired_lease_batch_count=queued.expired,
         # A clock step back could make the age negative for a moment.
         oldest_pending_age_ms=None if age is None else max(0, int(age)),
-        uncommitted_attachment_count=tx.value(sql.uncommitted_attachments),
+        uncommitted_attachment_count=uncommitted,
     )

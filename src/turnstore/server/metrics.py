@@ -2,7 +2,9 @@
 
 Each scrape reads `store.upkeep.gauges()` (one read transaction and a stat of the files), so
 the figures are as fresh as the scrape; the server process's own `process_*` and
-`python_info` series come with them. The route sits behind the same guard as the API.
+`python_info` series come with them. The route sits behind the same guard as the API. On a
+server scoped to one owner the counts are that owner's sessions' and the info series names
+the owner; the database's sizes are the whole store's (one file or schema holds everyone).
 """
 
 from __future__ import annotations
@@ -44,10 +46,13 @@ class Scraped(Collector):
                 "backend": found.backend,
                 "schema_version": str(found.schema_version),
                 "version": turnstore.__version__,
+                "owner": found.owner_id or "",
             },
         )
         yield GaugeMetricFamily(
-            "turnstore_sessions", "Sessions, forks included.", found.session_count
+            "turnstore_sessions",
+            "Sessions, forks included (of the server's owner scope, if it has one).",
+            found.session_count,
         )
         yield _queue(found)
         age = (found.oldest_pending_age_ms or 0) / 1000
@@ -63,7 +68,8 @@ class Scraped(Collector):
         )
         yield GaugeMetricFamily(
             "turnstore_database_bytes",
-            "Bytes the database takes on disk (SQLite: file and WAL; PostgreSQL: the tables).",
+            "Bytes the whole database takes on disk (SQLite: file and WAL; PostgreSQL: the"
+            " tables), whatever the owner scope.",
             found.database_bytes,
         )
         if found.wal_bytes is not None:
@@ -106,8 +112,9 @@ class MetricsEndpoint:
     async def handle(self, request: Request) -> Response:
         """Read the store's gauges, then render every family."""
         store: Store = request.app.state.store
+        owner_id = request.app.state.settings.owner_id
         started = time.perf_counter()
-        gauges = await store.upkeep.gauges()
+        gauges = await store.upkeep.gauges(owner_id)
         # No await from here on: two concurrent scrapes cannot mix their figures.
         self.scraped.gauges = gauges
         self.scraped.read_seconds = time.perf_counter() - started
