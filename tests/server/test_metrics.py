@@ -105,6 +105,41 @@ def test_an_owner_scoped_servers_metrics_count_that_owners_sessions(
     assert value(samples, "turnstore_database_bytes") > 0
 
 
+def test_metrics_count_and_time_each_request_by_route_and_status(
+    serve: Any, writer: BlockingStore
+) -> None:
+    """Requests by route template (never the ids in the path), method and status, and a
+    latency histogram per route; a path no route serves is `other`."""
+    save(writer, "a")
+    server = serve()
+    for _ in range(3):
+        assert server.get("/api/sessions").status_code == 200
+    assert server.get("/api/sessions/a").status_code == 200
+    assert server.get("/api/sessions/missing-1").status_code == 404
+    assert server.get("/api/sessions/missing-2").status_code == 404
+    assert server.get("/api/sessions", params={"limit": "x"}).status_code == 400
+    assert server.get("/nowhere").status_code == 404
+    samples = scrape(server)
+    count = "turnstore_http_requests_total"
+    assert value(samples, count, route="/api/sessions", method="GET", status="200") == 3
+    assert value(samples, count, route="/api/sessions", method="GET", status="400") == 1
+    one = "/api/sessions/{session_id}"
+    assert value(samples, count, route=one, method="GET", status="200") == 1
+    assert value(samples, count, route=one, method="GET", status="404") == 2
+    assert value(samples, count, route="other", method="GET", status="404") == 1
+    assert not [labels for labels in samples[count] if "missing" in str(labels)]
+    histogram = "turnstore_http_request_duration_seconds"
+    assert value(samples, f"{histogram}_count", route="/api/sessions", method="GET") == 4
+    assert value(samples, f"{histogram}_sum", route="/api/sessions", method="GET") > 0
+    buckets = samples[f"{histogram}_bucket"]
+    assert any(dict(labels)["le"] == "+Inf" for labels in buckets)
+    # The guard's refusals are counted too.
+    tokened = serve("--token", "s3cret")
+    assert tokened.get("/api/sessions").status_code == 401
+    counted = scrape(tokened, headers={"authorization": "Bearer s3cret"})
+    assert value(counted, count, route="/api/sessions", method="GET", status="401") == 1
+
+
 def test_metrics_need_the_token_when_one_is_set(
     serve: Any, writer: BlockingStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,7 +28,7 @@ from turnstore.errors import (
     TurnstoreError,
 )
 from turnstore.server.api import ENDPOINTS, Endpoint
-from turnstore.server.metrics import MetricsEndpoint
+from turnstore.server.metrics import HttpMetrics, MetricsEndpoint
 from turnstore.server.openapi import openapi_document
 from turnstore.server.params import ApiError, error_response, json_response
 from turnstore.server.security import Guard
@@ -72,12 +72,13 @@ def create_app(
     async def index(request: Request) -> Response:
         return FileResponse(str(STATIC / "index.html"), headers={"cache-control": "no-store"})
 
+    metrics = MetricsEndpoint()
     routes: list[BaseRoute] = [
         Route(endpoint.path, endpoint.handler, methods=["GET"]) for endpoint in endpoints
     ]
     routes += [
         Route("/api/openapi.json", openapi, methods=["GET"]),
-        Route("/metrics", MetricsEndpoint().handle, methods=["GET"]),
+        Route("/metrics", metrics.handle, methods=["GET"]),
         Route("/", index, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
@@ -105,6 +106,8 @@ def create_app(
     )
     app.add_middleware(RawSessionPaths)
     app.add_middleware(Guard, token=settings.token, allowed_hosts=settings.allowed_hosts)
+    # Outermost: the guard's refusals are requests too.
+    app.add_middleware(HttpMetrics, endpoint=metrics, routes=routes)
     return app
 
 

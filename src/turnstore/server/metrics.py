@@ -1,5 +1,10 @@
 """Internal: `/metrics`: the store's gauges in Prometheus' text format, read at each scrape.
 
+The HTTP side comes from `HttpMetrics`, the outermost middleware: every request counted by
+route template (`other` for a path no route serves), method and status, the guard's
+refusals included, and its latency in a histogram, with prometheus-client's own types in the
+app's registry.
+
 Each scrape reads `store.upkeep.gauges()` (one read transaction and a stat of the files), so
 the figures are as fresh as the scrape; the server process's own `process_*` and
 `python_info` series come with them. The route sits behind the same guard as the API. On a
@@ -15,6 +20,8 @@ from collections.abc import Iterator
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
+    Counter,
+    Histogram,
     PlatformCollector,
     ProcessCollector,
     generate_latest,
@@ -23,6 +30,8 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import turnstore
 from turnstore import Store
@@ -108,6 +117,19 @@ class MetricsEndpoint:
         self.registry.register(self.scraped)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
+        self.requests = Counter(
+            "turnstore_http_requests",
+            "HTTP requests answered, by route template, method and status.",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "turnstore_http_request_duration_seconds",
+            "Time from a request's arrival to the end of its answer, by route and method (a"
+            " live tail's lasts as long as its client stays).",
+            ["route", "method"],
+            registry=self.registry,
+        )
 
     async def handle(self, request: Request) -> Response:
         """Read the store's gauges, then render every family."""
@@ -120,3 +142,42 @@ class MetricsEndpoint:
         self.scraped.read_seconds = time.perf_counter() - started
         body = generate_latest(self.registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"cache-control": "no-store"})
+
+
+class HttpMetrics:
+    """ASGI middleware: count each HTTP request and time it, labelled by its route template."""
+
+    def __init__(self, app: ASGIApp, endpoint: MetricsEndpoint, routes: list[BaseRoute]) -> None:
+        self._app = app
+        self._endpoint = endpoint
+        self._routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, noting its status; count and time it once it is answered."""
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]  # an app that raised answered 500
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._app(scope, receive, noting)
+        finally:
+            route, method = self._route(scope), scope["method"]
+            self._endpoint.requests.labels(route, method, str(status[0])).inc()
+            self._endpoint.latency.labels(route, method).observe(time.perf_counter() - started)
+
+    def _route(self, scope: Scope) -> str:
+        # A template, never the path: one series per route whatever ids are asked for.
+        raw = scope.get("raw_path")
+        routed = {**scope, "path": raw.decode("latin-1")} if raw else scope
+        for route in self._routes:
+            match, _ = route.matches(routed)
+            if match is Match.FULL:
+                return str(getattr(route, "path", "other")) or "other"
+        return "other"
