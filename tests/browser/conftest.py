@@ -229,6 +229,8 @@ class Server:
         try:
             with urllib.request.urlopen(f"{self.base}/api/sessions?limit=1", timeout=2):
                 return True
+        except urllib.error.HTTPError:
+            return True  # it answers, if only to say that a token is needed
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
 

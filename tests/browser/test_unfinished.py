@@ -46,6 +46,25 @@ def test_a_page_opened_before_the_first_save_waits_for_it(
     assert browser.driver.execute_script("return window.__samePage") is True, "no reload"
 
 
+def test_a_bare_framework_id_links_to_the_session_stored_under_it(
+    blocking_store: BlockingStore, serve: Any, browser: Browser
+) -> None:
+    """`#/s/lg-tides` when `langgraph/lg-tides` is stored: the page says so and links to it."""
+    new_session(blocking_store, "langgraph/lg-tides", text="when is high tide?")
+    server = serve()
+    browser.allow_console(
+        "/api/sessions/lg-tides - Failed to load resource: "
+        "the server responded with a status of 404"
+    )
+    browser.open(session_url(server.base, "lg-tides"))
+    meant = browser.one(browser.testid("did-you-mean"))
+    assert "Did you mean langgraph/lg-tides?" in meant.text
+    browser.screenshot("did-you-mean")
+    meant.find_element("css selector", "a").click()
+    header = browser.one(browser.testid("session-id"))
+    assert header.text == "langgraph/lg-tides"
+
+
 # --- turns without an end ----------------------------------------------------------------------
 
 DEMO_CHILD = [sys.executable, "-m", "turnstore.cli._demo_child"]
@@ -136,3 +155,32 @@ def status_cells_after(browser: Browser, base: str) -> dict[str, str]:
     browser.open(f"{base}/")
     wait_rows(browser, 3)
     return status_cells(browser)
+
+
+# --- a server that needs its token ------------------------------------------------------------
+
+
+def test_a_browser_without_the_token_is_told_how_to_sign_in(
+    blocking_store: BlockingStore, serve: Any, browser: Browser
+) -> None:
+    """A page, not raw JSON: how to sign in; a wrong token is called wrong; the right one
+    opens the viewer."""
+    new_session(blocking_store, "s", text="hello")
+    server = serve("--token", "s3cret")
+    browser.allow_console("the server responded with a status of 401")
+    browser.open(f"{server.base}/")
+    # Cookies go by host, not port: one an earlier test's server set would sign this one in.
+    browser.driver.delete_all_cookies()
+    browser.open(f"{server.base}/")
+    heading = browser.one("h1")
+    assert heading.text == "This turnstore server needs its token"
+    page = browser.one("body").text
+    assert "A bearer token is required." in page
+    assert "/?token=TOKEN" in page
+    browser.screenshot("sign-in")
+    browser.open(f"{server.base}/?token=wrong")
+    assert "The token given is wrong." in browser.one("body").text
+    browser.screenshot("wrong-token")
+    browser.open(f"{server.base}/?token=s3cret")
+    browser.one(browser.testid("session-link"))
+    browser.driver.delete_all_cookies()

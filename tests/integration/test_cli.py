@@ -306,6 +306,16 @@ def test_demo_ends_with_the_serve_command_that_shows_it(tmp_path: Path) -> None:
     assert {s["session_id"] for s in catalog["sessions"]} == DEMO_SESSIONS
 
 
+def test_show_of_a_bare_framework_id_suggests_the_stored_one(tmp_path: Path) -> None:
+    """`sessions show DB lg-tides` when `langgraph/lg-tides` is stored names it."""
+    url = str(tmp_path / "framework.sqlite3")
+    save_session(url, "langgraph/lg-tides", "when is high tide?", [])
+    shown = run("sessions", "show", url, "lg-tides")
+    assert shown.exit_code == 1
+    assert "no session 'lg-tides'; did you mean 'langgraph/lg-tides'?" in shown.stderr
+    assert "did you mean" not in run("sessions", "show", url, "other").stderr
+
+
 def test_demo_in_a_bare_install_names_the_extra_with_its_brackets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

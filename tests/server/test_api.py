@@ -313,6 +313,25 @@ def test_without_a_token_only_loopback_host_names_are_answered(
     assert tokened.get("/api/sessions", headers=bearer).status_code == 200
 
 
+def test_a_bare_framework_id_is_answered_with_the_stored_one(serve, writer: BlockingStore) -> None:
+    """404 for `lg-tides`, naming `langgraph/lg-tides` (and the ADK form) when stored and
+    in the server's scope; a scoped server suggests nothing it would not show."""
+    new_session(writer, "langgraph/lg-tides", owner="bob")
+    new_session(writer, "adk/app/u1/s1")
+    server = serve()
+    missing = server.get(at("/api/sessions/{session_id}", "lg-tides"))
+    assert missing.status_code == 404
+    body = missing.json()
+    assert body["did_you_mean"] == ["langgraph/lg-tides"]
+    assert body["notes"] == ["did you mean 'langgraph/lg-tides'?"]
+    assert server.get(at("/api/sessions/{session_id}", "app/u1/s1")).json()["did_you_mean"] == [
+        "adk/app/u1/s1"
+    ]
+    assert "did_you_mean" not in server.get(at("/api/sessions/{session_id}", "nothing")).json()
+    scoped = serve("--owner", "alice")
+    assert "did_you_mean" not in scoped.get(at("/api/sessions/{session_id}", "lg-tides")).json()
+
+
 def test_a_non_loopback_bind_is_refused_without_a_token(store_url: str, writer) -> None:
     """`--host 0.0.0.0` without `--token` is a usage error, and nothing is served."""
     for host in ["0.0.0.0", "::", "192.0.2.1", "example.org"]:

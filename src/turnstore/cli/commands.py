@@ -211,8 +211,10 @@ def show_session(
     """
     with open_store(url, read_only=True) as store:
         view = views.session_view(store, session_id, (batches, messages, events), before)
+        meant = [] if view is not None else views.meant(store, session_id)
     if view is None:
-        raise click.ClickException(f"{display_url(url)}: no session {session_id!r}")
+        hint = f"; did you mean {' or '.join(map(repr, meant))}?" if meant else ""
+        raise click.ClickException(f"{display_url(url)}: no session {session_id!r}{hint}")
     if as_json:
         echo_json(view.to_builtins())
         return

@@ -23,7 +23,7 @@ from turnstore.records import (
     JournalEvent,
     SessionSummary,
 )
-from turnstore.records.kinds import Storage, kind_of
+from turnstore.records.kinds import Storage, kind_of, prefixed_ids
 
 PositionedItem = tuple[MessageTarget, Any]
 """A transcript item with its durable position (checkpoint sequence, 1-based item count)."""
@@ -120,6 +120,11 @@ def session_view(
         before=before,
         next_before_sequence=page.next_before_sequence if page.events else None,
     )
+
+
+def meant(store: BlockingStore, session_id: str) -> list[str]:
+    """The framework sessions stored under this bare id (`langgraph/<id>`), to suggest."""
+    return [found for found in prefixed_ids(session_id) if store.session_summary(found)]
 
 
 def turns(store: BlockingStore, session_id: str, most: int) -> list[list[JournalEvent]]:

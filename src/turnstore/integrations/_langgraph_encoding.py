@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from turnstore.errors import InvalidInput
+from turnstore.records.kinds.langgraph import KIND
 from turnstore.records.langgraph import (
     EMPTY,
     BlobWrite,
@@ -39,7 +40,7 @@ from turnstore.records.langgraph import (
 )
 from turnstore.seam import catalog_line
 
-PREFIX = "langgraph/"
+PREFIX = KIND.id_prefix or ""
 """Every LangGraph thread's turnstore session id starts with this."""
 KNOWN_CHANNELS = 1024
 """List channels whose recent versions a saver remembers, to store their appends as deltas."""

@@ -48,8 +48,8 @@ with requires_extra(__name__, "Google ADK", "adk"):
     from google.adk.sessions.session import Session
     from google.adk.sessions.state import State
 
-PREFIX = "adk/"
-"""Every ADK session's turnstore id starts with this."""
+PREFIX = ADK.id_prefix or ""
+"""Every ADK session's turnstore id starts with this (`adk/`, declared with its kind)."""
 KIND = ADK.name
 """The kind of session an ADK session is in the catalog and in search; `SESSION_KEY` (from
 `turnstore.records.kinds.adk`, where both are declared) keeps a session's own state."""

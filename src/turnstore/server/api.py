@@ -35,6 +35,7 @@ from turnstore.records import (
     SessionSummary,
     TranscriptPage,
 )
+from turnstore.records.kinds import prefixed_ids
 from turnstore.server import params
 from turnstore.server.bodies import (
     CatalogBody,
@@ -91,8 +92,27 @@ async def visible_summary(request: Request) -> SessionSummary:
     summary = await store_of(request).session_summary(session_id)
     if summary is None or not in_scope(settings_of(request), summary):
         # The same answer either way, so a scoped server does not reveal others' sessions.
-        raise ApiError(404, "SessionNotFound", f"no session {session_id!r}")
+        meant = await _meant(request, session_id)
+        raise ApiError(
+            404,
+            "SessionNotFound",
+            f"no session {session_id!r}",
+            [f"did you mean {' or '.join(map(repr, meant))}?"] if meant else [],
+            did_you_mean=meant,
+        )
     return summary
+
+
+async def _meant(request: Request, session_id: str) -> list[str]:
+    """The framework sessions stored under this bare id (`langgraph/<id>`) that the server
+    may show."""
+    settings = settings_of(request)
+    meant = []
+    for candidate in prefixed_ids(session_id):
+        found = await store_of(request).session_summary(candidate)
+        if found is not None and in_scope(settings, found):
+            meant.append(candidate)
+    return meant
 
 
 async def health(request: Request) -> Response:

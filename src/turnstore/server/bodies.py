@@ -55,3 +55,5 @@ class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     error: str
     type: str
     notes: list[str] = msgspec.field(default_factory=list)
+    did_you_mean: list[str] = msgspec.field(default_factory=list)
+    """For a session not found: the framework sessions stored under that bare id."""

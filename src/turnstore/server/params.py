@@ -19,11 +19,20 @@ _ENCODER = msgspec.json.Encoder()
 class ApiError(Exception):
     """An error answered as `{"error", "type"}` (and `notes`, if any) with an HTTP status."""
 
-    def __init__(self, status: int, kind: str, message: str, notes: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        message: str,
+        notes: Sequence[str] = (),
+        *,
+        did_you_mean: Sequence[str] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
         self.notes = [str(note) for note in notes]
+        self.did_you_mean = list(did_you_mean)
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -38,7 +47,9 @@ def json_response(body: Any, status: int = 200) -> Response:
 
 def error_response(error: ApiError) -> Response:
     """An `ApiError` as its JSON body and status."""
-    body = ErrorBody(error=str(error), type=error.kind, notes=error.notes)
+    body = ErrorBody(
+        error=str(error), type=error.kind, notes=error.notes, did_you_mean=error.did_you_mean
+    )
     return json_response(body, error.status)
 
 

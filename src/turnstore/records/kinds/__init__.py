@@ -46,6 +46,9 @@ class SessionKind:
     """The middleware state key, in the scope of the session's id, under which the integration
     keeps each session's own record: a session written before schema 7 (which named no kind)
     that holds it is of this kind."""
+    id_prefix: str | None = None
+    """What the integration puts before the framework's own id to make a session id
+    (`langgraph/` + a thread id), so a lookup by the bare id can suggest the stored one."""
 
     def __post_init__(self) -> None:
         if (self.storage is Storage.CHANNEL) != (self.channel is not None):
@@ -93,4 +96,14 @@ def kinds() -> tuple[SessionKind, ...]:
     return tuple(_KINDS[name] for name in sorted(_KINDS))
 
 
-__all__ = ["SessionKind", "Storage", "kind_of", "kinds"]
+def prefixed_ids(session_id: str) -> list[str]:
+    """The ids a framework's session of this bare id would be stored under (`lg-tides` ->
+    `langgraph/lg-tides`): what to suggest when `session_id` itself is not stored."""
+    return [
+        kind.id_prefix + session_id
+        for kind in kinds()
+        if kind.id_prefix is not None and not session_id.startswith(kind.id_prefix)
+    ]
+
+
+__all__ = ["SessionKind", "Storage", "kind_of", "kinds", "prefixed_ids"]

@@ -1,10 +1,12 @@
 // The viewer's reads of the JSON API: same origin, authenticated by the server's cookie.
 
 export class ApiError extends Error {
-  constructor(status, type, message) {
+  constructor(status, type, message, didYouMean = []) {
     super(message);
     this.status = status;
     this.type = type;
+    // For a session not found: the framework sessions stored under that bare id.
+    this.didYouMean = didYouMean;
   }
 }
 
@@ -31,7 +33,8 @@ export async function getJson(path, params = {}, { signal } = {}) {
   if (!response.ok) {
     const type = body && typeof body.type === "string" ? body.type : `HTTP ${response.status}`;
     const message = body && typeof body.error === "string" ? body.error : response.statusText;
-    throw new ApiError(response.status, type, message || `HTTP ${response.status}`);
+    const meant = body && Array.isArray(body.did_you_mean) ? body.did_you_mean.filter((id) => typeof id === "string") : [];
+    throw new ApiError(response.status, type, message || `HTTP ${response.status}`, meant);
   }
   if (body === null || typeof body !== "object") {
     throw new ApiError(response.status, "BadResponse", "The server answered with something that is not JSON.");

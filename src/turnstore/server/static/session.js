@@ -114,7 +114,10 @@ class SessionPage {
     } catch (error) {
       if (this.stopped) return false;
       this.root.querySelector(".session-grid")?.remove();
-      if (error instanceof ApiError && error.status === 404) return "absent";
+      if (error instanceof ApiError && error.status === 404) {
+        this.meant = error.didYouMean;
+        return "absent";
+      }
       replace(this.header, h("div", { class: "card notice error", testid: "session-error" },
         h("h1", {}, "Could not load the session"),
         h("p", {}, visibleText(error.message, 300)),
@@ -131,6 +134,12 @@ class SessionPage {
     replace(this.header, h("div", { class: "card notice waiting", testid: "session-waiting" },
       h("h1", {}, "Waiting for the first save"),
       h("p", {}, "No session ", h("span", { class: "mono" }, visibleId(this.id, 120)), " is stored yet (or the server's owner scope does not show it). This page follows the store and shows the session as soon as it is saved."),
+      ...(this.meant?.length ? [h("p", { testid: "did-you-mean" }, "Did you mean ",
+        ...this.meant.flatMap((id, index) => [
+          index ? " or " : "",
+          h("a", { href: sessionHref(id), class: "mono" }, visibleId(id, 120)),
+        ]),
+        "? Frameworks' sessions are stored under their kind's prefix.")] : []),
       h("p", {}, h("a", { href: "#/" }, "Back to the sessions")),
     ));
     document.title = `waiting for ${visibleId(this.id, 60)} · turnstore`;
