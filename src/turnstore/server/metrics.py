@@ -118,7 +118,7 @@ class MetricsEndpoint:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self.requests = Counter(
-            "turnstore_http_requests",
+            "turnstore_http_requests_total",
             "HTTP requests answered, by route template, method and status.",
             ["route", "method", "status"],
             registry=self.registry,
