@@ -27,17 +27,18 @@ def _always() -> bool:
     return True
 
 
-def catch_up(engine: Engine, going: Callable[[], bool] = _always) -> int:
+def catch_up(engine: Engine, going: Callable[[], bool] = _always, *, wait: bool = False) -> int:
     """Index every session written since the last look, a batch per commit, while `going()`;
     how many sessions it looked at.
 
     The one catch-up loop: the indexer's thread runs it, and so does a search first (as an
-    engine call of `ops.checkpoint.catch_up_search`).
+    engine call of `ops.checkpoint.catch_up_search`), which `wait`s for a session whose row
+    another transaction holds instead of leaving it for the next pass.
     """
     batch = search.CATCH_UP_SESSIONS
     looked = 0
     while going() and engine.read(search.has_pending):
-        done = engine.write_blocking(lambda tx: search.catch_up_batch(tx, batch))
+        done = engine.write_blocking(lambda tx: search.catch_up_batch(tx, batch, wait))
         looked += done
         if done < batch:
             break

@@ -196,7 +196,7 @@ def catch_up_search() -> Steps[int]:
     engine = cast(Engine, (yield from origin()))
     if engine.read_only:
         return 0
-    return (yield from call(indexer.catch_up))
+    return (yield from call(lambda engine: indexer.catch_up(engine, wait=True)))
 
 
 def fork_tree(session_id: str, limit: int) -> Steps[ForkTree | None]:

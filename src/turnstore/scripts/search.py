@@ -108,6 +108,7 @@ class SearchSql(Statements):
     indexing = select(Indexing, "FROM sessions WHERE session_id = ?{lock}")
     # The indexer does not wait for a session a writer holds: it comes back to it.
     indexing_free = select(Indexing, "FROM sessions WHERE session_id = ?{lock_skip}")
+    indexing_waited = select(Indexing, "FROM sessions WHERE session_id = ?{lock}")
     set_kind = "UPDATE sessions SET kind = ? WHERE session_id = ?"
     next_sessions = (
         "SELECT session_id FROM sessions WHERE session_id > ? ORDER BY session_id LIMIT ?"
@@ -178,9 +179,14 @@ def _index_thread(tx: Tx, session_id: str, channel: str, mark: Mark | None) -> t
     return max(since, window.length), _add(tx, rows)
 
 
-def catch_up_batch(tx: Tx, sessions: int) -> int:
+def catch_up_batch(tx: Tx, sessions: int, wait: bool = False) -> int:
     """Index the sessions changed since the indexer last looked, at most `sessions` of them;
-    how many it looked at (fewer than `sessions`: it has caught up)."""
+    how many it looked at (fewer than `sessions`: it has caught up).
+
+    The background indexer skips a session whose row another transaction holds (a writer, or
+    a search's catch-up): the next pass takes it. A search's catch-up `wait`s for the holder
+    instead, or it would answer without a write committed before it began: one transaction
+    per row, each a turnstore write of one commit, taken in id order as writers take them."""
     sql = tx.sql(SearchSql)
     state = tx.row(sql.state)
     if state is None:
@@ -191,7 +197,7 @@ def catch_up_batch(tx: Tx, sessions: int) -> int:
     ids = sorted(tx.values(sql.pending, (state.caught_up_to, sessions)))
     held = 0
     for session_id in ids:
-        row = tx.row(sql.indexing_free, (session_id,))
+        row = tx.row(sql.indexing_waited if wait else sql.indexing_free, (session_id,))
         if row is None:
             # Held by a writer (or deleted meanwhile): the next pass looks again, so the
             # bound stays where it is.
