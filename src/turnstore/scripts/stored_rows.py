@@ -37,7 +37,7 @@ from turnstore.rules.validation import validate_execution_record, validate_store
 from turnstore.scripts.runtime_tables import blob_bytes
 from turnstore.scripts.transfer_rows import Table
 
-_JSON_LIST = list[Any]
+_JSON_LIST = list[msgspec.Raw]
 """A JSON array whose items are any JSON, each checked as the save path checks an item."""
 
 _JSON_VALUE = msgspec.Raw
@@ -169,12 +169,15 @@ def _decode(table: str, column: str, raw: msgspec.Raw, session_id: str | None) -
     type_, what = _COLUMNS[(table, column)]
     value = decode_stored(raw, type_, what, session_id)
     # What a save would refuse (nesting past MAX_DEPTH, integers past 64 bits) a read must
-    # not meet either: free JSON is held to the save path's own check, item by item.
+    # not meet either: free JSON is held to the save path's own check. Item by item, each
+    # built and dropped in turn, so a row costs the memory of its largest item, not of all.
     if type_ is _JSON_LIST:
         for index, item in enumerate(value):
-            check_value(item, f"stored {what}[{index}]", record=False)
+            named = f"stored {what}[{index}]"
+            check_value(decode_stored(item, Any, named, session_id), named, record=False)
     elif type_ is _JSON_VALUE:
-        check_value(msgspec.json.decode(value), f"stored {what}", record=False)
+        named = f"stored {what}"
+        check_value(decode_stored(value, Any, named, session_id), named, record=False)
     return value
 
 
