@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from emptied_schemas import empty
 
 from turnstore.integrations.openai_agents import TurnstoreSession
 
@@ -72,24 +73,12 @@ def _a_schema() -> str:
 
 
 def _empty(schema: str) -> None:
-    """Delete every row of `schema` but its version row (the next open finds it migrated)."""
+    """Empty `schema` for a later test, over one admin connection opened when first needed."""
     import psycopg
 
     if not _ADMIN:
         _ADMIN.append(psycopg.connect(POSTGRES_URL, autocommit=True))
-    connection = _ADMIN[0]
-    tables = [
-        table
-        for (table,) in connection.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
-        )
-        if table != "turnstore_schema"
-    ]
-    # The tables that reference sessions go first, then sessions (its rows refer to each other).
-    tables.sort(key=lambda table: table == "sessions")
-    with connection.transaction():
-        for table in tables:
-            connection.execute(f'DELETE FROM {schema}."{table}"')
+    empty(_ADMIN[0], schema)
 
 
 class TurnstoreSqliteSession(TurnstoreSession):

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from emptied_schemas import empty
 
 BACKEND = "sqlite"
 """The backend under test, set from `--turnstore-backend`."""
@@ -83,20 +84,7 @@ def _release(url: str) -> None:
     schema = url.rsplit("schema=", 1)[1]
     if not _ADMIN:
         _ADMIN.append(psycopg.connect(POSTGRES_URL, autocommit=True))
-    connection = _ADMIN[0]
-    tables = [
-        table
-        for (table,) in connection.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
-        )
-        # The schema's version row stays: the next open finds the schema migrated.
-        if table != "turnstore_schema"
-    ]
-    # The tables that reference sessions go first, then sessions (its rows refer to each other).
-    tables.sort(key=lambda table: table == "sessions")
-    with connection.transaction():
-        for table in tables:
-            connection.execute(f'DELETE FROM {schema}."{table}"')
+    empty(_ADMIN[0], schema)
     _EMPTY.append(schema)
 
 
