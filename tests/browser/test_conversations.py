@@ -265,6 +265,73 @@ def test_sessions_of_every_kind_read_as_conversations(
     assert browser.driver.execute_script(PWNED) is True
 
 
+def test_each_session_shows_the_figures_its_framework_records_and_no_other(
+    blocking_store: BlockingStore, serve: Any, browser: Browser, backend_name: str
+) -> None:
+    """ADK events carry tokens and times, SDK items only runs and tool calls, plain items
+    nothing: the catalog and the session page show what is recorded, a dash or a note for
+    the rest, never a zero that reads as a measurement."""
+    usage = {"prompt_token_count": 1200, "candidates_token_count": 80, "total_token_count": 1280}
+    timed = [
+        {**event, "timestamp": 1_700_000_000.0 + 0.75 * at} for at, event in enumerate(ADK_EVENTS)
+    ]
+    for event in (timed[1], timed[3]):
+        event["usage_metadata"] = usage
+    blocking_store.append_context("adk-dinner", timed, "ada", kind="adk")
+    blocking_store.append_context("agents-weather", AGENT_ITEMS, "ada", kind="openai-agents")
+    blocking_store.append_context("notes", [{"role": "user", "content": "a note"}], "ada")
+    blocking_store.search(SearchRequest(query="table"))  # a writer derives the figures
+    server = serve()
+
+    browser.open(f"{server.base}/")
+    wait_rows(browser, 3)
+    cells = {
+        row["data"]["sessionId"]: row["text"].split("\t")
+        for row in browser.snapshot(browser.testid("session-row"))
+    }
+    turns = {
+        key: browser.one(
+            f"{browser.testid('session-row')}[data-session-id='{key}']"
+            f" {browser.testid('session-turns')}"
+        ).text
+        for key in cells
+    }
+    tokens = {
+        key: browser.one(
+            f"{browser.testid('session-row')}[data-session-id='{key}']"
+            f" {browser.testid('session-tokens')}"
+        ).text
+        for key in cells
+    }
+    assert turns == {"adk-dinner": "1", "agents-weather": "2", "notes": "—"}
+    assert tokens == {"adk-dinner": "2,560", "agents-weather": "—", "notes": "—"}
+    browser.screenshot("figures-catalog")
+
+    browser.open(session_url(server.base, "adk-dinner"))
+    browser.wait(lambda _: browser.css(browser.testid("session-stats")))
+    stat = lambda name: browser.one(browser.testid(f"stat-{name}")).text.split("\n")[0]  # noqa: E731
+    assert [stat(name) for name in ("runs", "model-calls", "tool-calls", "elapsed")] == [
+        "1", "2", "1", "2.25 s",
+    ]  # fmt: skip
+    assert (stat("input-tokens"), stat("output-tokens")) == ("2,400", "160")
+    assert not browser.css(browser.testid("stats-unrecorded"))
+    browser.screenshot("figures-adk")
+
+    browser.open(session_url(server.base, "agents-weather"))
+    browser.wait(lambda _: browser.css(browser.testid("stats-unrecorded")))
+    assert (stat("runs"), stat("tool-calls")) == ("2", "1")
+    for unrecorded in ("model-calls", "elapsed", "input-tokens", "failed"):
+        assert not browser.css(browser.testid(f"stat-{unrecorded}"))
+    assert browser.one(browser.testid("stats-unrecorded")).text == (
+        "Not recorded for openai-agents sessions: failed turns, model calls, time, tokens."
+    )
+    browser.screenshot("figures-openai-agents")
+
+    browser.open(session_url(server.base, "notes"))
+    browser.wait(lambda _: browser.css(browser.testid("stats-unrecorded")))
+    assert not browser.css(browser.testid("session-stats"))
+
+
 def search_sessions(store: BlockingStore) -> None:
     """Sessions of three kinds saying "lighthouse", one in item 12 of 80, one in batch 4 of
     30; "harbour" in 25 items; then a writer's search, which brings the index up to date
@@ -445,6 +512,12 @@ def test_a_langgraph_thread_reads_as_its_messages(
     assert "LangGraph thread" in header.text
     docs_screenshot(browser, backend_name, "viewer-langgraph.png", 1000)
     browser.screenshot("langgraph")
+    # The catalog says the thread waits, and where, once a writer's indexer has read it.
+    blocking_store.search(SearchRequest(query="Lyon"))
+    browser.open(f"{server.base}/")
+    wait_rows(browser, 1)
+    assert browser.one(browser.testid("session-waiting")).text == "waiting: tools"
+    browser.screenshot("langgraph-waiting")
 
 
 @pytest.mark.peers

@@ -22,6 +22,7 @@ from turnstore.events import (
     TokenUsage,
 )
 from turnstore.records import (
+    FIGURES,
     ExecutionStats,
     SessionCursor,
     SessionSummary,
@@ -178,6 +179,8 @@ async def test_session_summary_describes_one_session(store):
         created_at=summary.created_at,
         updated_at=summary.updated_at,
         kind="turnstore",
+        measured=list(FIGURES),  # a session of checkpoint saves records every figure
+        waiting=[],
     )
     assert summary.created_at > 0
     assert summary.updated_at >= summary.created_at

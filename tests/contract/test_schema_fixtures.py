@@ -1,10 +1,11 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
-The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6 and 7
-(how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`, run
-by the next two, which adds a model step left streaming, and `make_schema_v6.py`, which adds
-a session of items with a popped item): a SQLite file and a PostgreSQL schema dumped as SQL
-per version. `test_search.py` searches the migrated ones once reindexed. Every test runs on both.
+The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6, 7 and
+8 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`, run
+by the next two, which adds a model step left streaming, `make_schema_v6.py`, which adds a
+session of items with a popped item, and `make_schema_v7.py`, which adds a session of each
+framework): a SQLite file and a PostgreSQL schema dumped as SQL per version. `test_search.py`
+searches the migrated ones once reindexed. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
 
@@ -28,10 +29,14 @@ from turnstore.backends.postgres import schema as postgres_schema
 from turnstore.backends.sqlite import schema as sqlite_schema
 from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent, WarningEvent
 from turnstore.records import AttachmentIntent, StreamMetrics
+from turnstore.records.checkpoint import ExecutionStats
+from turnstore.records.figures import FIGURES
+from turnstore.records.protocol import TokenUsage
+from turnstore.records.search import SearchRequest
 
 
 @pytest.fixture(
-    params=[2, 3, 4, 5, 6], ids=["schema-2", "schema-3", "schema-4", "schema-5", "schema-6"]
+    params=[2, 3, 4, 5, 6, 7], ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7)]
 )
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
@@ -91,26 +96,24 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         sessions = store.list_sessions_page(SessionPageRequest(limit=10)).sessions
         streaming = ["stream"] if fixture_version >= 4 else []
         held = ["items"] if fixture_version >= 6 else []
+        if fixture_version >= 7:
+            held += ["adk/fixture-app/fixture-user/s1", "fixture", "langgraph/fixture-thread"]
         # Events stored a row each before schema 6 read back beside the batches after it.
         chat.sequence += 1
         store.save_with_events(chat, [], None, [_warning(7)])
         newest = store.event_page("chat", EventPageRequest(limit=3)).events
         assert [event.sequence for event in newest] == [7, 6, 5]
-        assert sorted(summary.session_id for summary in sessions) == [
-            "chat",
-            "chat-fork",
-            *held,
-            "rt",
-            *streaming,
-        ]
+        assert sorted(summary.session_id for summary in sessions) == sorted(
+            ["chat", "chat-fork", *held, "rt", *streaming]
+        )
         assert store.load_state("global", "k") == {"v": [1, 2, 3]}
         rt = store.runtime("rt")
         head = rt.load_session()
         assert head is not None
         assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
         assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 7
-    assert len(postgres_schema.MIGRATIONS) == 7
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 8
+    assert len(postgres_schema.MIGRATIONS) == 8
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
@@ -195,3 +198,49 @@ def test_a_step_left_streaming_before_schema_5_completes_from_its_stored_deltas(
     definition = _step_index_definition(backend_name, database, pg_schema)
     assert "agent_message_content_delta" in definition
     assert "agent_reasoning_content_delta" in definition
+
+
+def test_framework_sessions_written_before_schema_8_show_the_figures_their_items_carry(
+    backend_name, database, pg_schema, store_url
+):
+    """Schema 8 indexes the framework sessions again, which derives their figures: model and
+    tool calls, tokens and times where the framework kept them, a thread's waiting node, and
+    which figures each kind records; a session of items records none."""
+    restore_fixture(backend_name, database, pg_schema, 7)
+    with turnstore.open_blocking(store_url, index_in_background=False) as store:
+        assert store.search(SearchRequest(query="tide")).hits  # catches the index up
+        found = {
+            summary.session_id: summary
+            for summary in store.list_sessions_page(SessionPageRequest(limit=20)).sessions
+        }
+    adk = found["adk/fixture-app/fixture-user/s1"]
+    assert adk.execution_stats == ExecutionStats(
+        run_count=2,
+        model_calls=2,
+        tool_calls=1,
+        failed_tool_calls=1,
+        elapsed_ms=1500,
+        usage=TokenUsage(
+            input_tokens=400,
+            cached_input_tokens=100,
+            output_tokens=80,
+            reasoning_output_tokens=20,
+            total_tokens=500,
+        ),
+    )
+    assert adk.measured == list(FIGURES)
+    thread = found["langgraph/fixture-thread"]
+    assert thread.execution_stats == ExecutionStats(
+        run_count=1,
+        model_calls=1,
+        tool_calls=1,
+        usage=TokenUsage(input_tokens=120, output_tokens=30, total_tokens=150),
+    )
+    assert thread.measured == ["runs", "model_calls", "tool_calls", "failed_tool_calls", "tokens"]
+    assert thread.waiting == ["tools"]
+    openai = found["fixture"]
+    assert (openai.execution_stats.run_count, openai.execution_stats.tool_calls) == (1, 1)
+    assert openai.measured == ["runs", "tool_calls"]
+    assert found["items"].measured == []
+    assert found["chat"].measured == list(FIGURES)
+    assert all(summary.waiting == [] for summary in found.values() if summary.kind != "langgraph")

@@ -61,10 +61,16 @@ def test_a_langgraph_thread_reads_as_the_messages_langgraph_holds(store_url: str
         assert older is not None
         assert [m.index for m in older.messages] == [2, 3, 4, 5, 6]
 
+        store.search(SearchRequest(query="walruses"))  # the indexer derives the figures
         summary = store.session_summary("langgraph/t")
         assert summary is not None
         assert (summary.execution_stats.run_count, summary.kind) == (3, "langgraph")
         assert summary.first_user_message == "question 0 about walruses"
+        # Two AI messages a turn, one asking for a tool; the scripted model reports no tokens.
+        stats = summary.execution_stats
+        assert (stats.model_calls, stats.tool_calls, stats.failed_tool_calls) == (6, 3, 0)
+        assert summary.measured == ["runs", "model_calls", "tool_calls", "failed_tool_calls"]
+        assert summary.waiting == []
 
         # A run's input checkpoint put again (a retry) is not another run.
         saver = TurnstoreSaver(store)
@@ -121,11 +127,19 @@ def test_an_interrupted_thread_names_the_node_it_waits_in(store_url: str) -> Non
         assert waiting.langgraph is not None
         assert waiting.langgraph.next == list(graph.get_state(config("i")).next) == ["ask"]
         assert (waiting.messages, waiting.total) == ([], 0)
+        store.search(SearchRequest(query="which"))  # the catalog's view comes from the indexer
+        summary = store.session_summary("langgraph/i")
+        assert summary is not None
+        assert summary.waiting == ["ask"]
         graph.invoke(Command(resume="the blue one"), config("i"))
         done = store.conversation("langgraph/i")
         assert done is not None
         assert done.langgraph is not None
         assert done.langgraph.next == list(graph.get_state(config("i")).next) == []
+        store.search(SearchRequest(query="which"))
+        resumed = store.session_summary("langgraph/i")
+        assert resumed is not None
+        assert resumed.waiting == []
 
 
 def test_a_threads_messages_are_searched_and_a_removed_one_is_not(store_url: str) -> None:
@@ -171,7 +185,7 @@ def test_an_openai_agents_session_reads_as_the_items_the_sdk_holds(store_url: st
 
     from turnstore.integrations.openai_agents import TurnstoreSession
 
-    async def run() -> tuple[list[Any], Any]:
+    async def run() -> tuple[list[Any], Any, Any]:
         session = TurnstoreSession("chat", store_url, owner_id="ann")
         try:
             agent = scripted_agent("Hello Ann.", "Two ferries a day.")
@@ -190,11 +204,16 @@ def test_an_openai_agents_session_reads_as_the_items_the_sdk_holds(store_url: st
             await Runner.run(agent, "ferries?", session=session)
             items = await session.get_items()
             page = await session.store.conversation("chat")
-            return items, page
+            await session.store.search(SearchRequest(query="ferries"))  # derives the figures
+            summary = await session.store.session_summary("chat")
+            return items, page, summary
         finally:
             session.close()
 
-    items, page = asyncio.run(run())
+    items, page, summary = asyncio.run(run())
+    # Two runs (two user messages), one tool call; the SDK keeps no tokens in its session.
+    assert (summary.execution_stats.run_count, summary.execution_stats.tool_calls) == (2, 1)
+    assert summary.measured == ["runs", "tool_calls"]
     assert page.kind == "openai-agents"
     assert [message.item for message in page.messages] == items
     assert _roles(page) == ["user", "assistant", "assistant", "tool", "user", "assistant"]
@@ -225,7 +244,7 @@ def test_an_adk_session_reads_as_the_events_adk_holds(tmp_path: Any, store_url: 
             content=types.Content(role="user" if author == "user" else "model", parts=list(parts)),
         )
 
-    async def run() -> tuple[Any, Any]:
+    async def run() -> tuple[Any, Any, Any]:
         service = TurnstoreSessionService(store_url)
         try:
             session = await service.create_session(app_name="app", user_id="ann")
@@ -250,11 +269,25 @@ def test_an_adk_session_reads_as_the_events_adk_holds(tmp_path: Any, store_url: 
             theirs = await service.get_session(app_name="app", user_id="ann", session_id=session.id)
             catalog = await service.store.list_sessions_page(turnstore.SessionPageRequest(limit=5))
             (stored,) = catalog.sessions
-            return theirs, await service.store.conversation(stored.session_id)
+            await service.store.search(SearchRequest(query="tram"))  # derives the figures
+            summary = await service.store.session_summary(stored.session_id)
+            return theirs, await service.store.conversation(stored.session_id), summary
         finally:
             await service.close()
 
-    theirs, page = asyncio.run(run())
+    theirs, page, summary = asyncio.run(run())
+    # One invocation; the model wrote a call and an answer; the tool's response is no call.
+    stats = summary.execution_stats
+    assert (stats.run_count, stats.model_calls, stats.tool_calls, stats.failed_tool_calls) == (
+        1,
+        2,
+        1,
+        0,
+    )
+    span = theirs.events[-1].timestamp - theirs.events[0].timestamp
+    assert stats.elapsed_ms == pytest.approx(span * 1000, abs=2)
+    assert "tokens" not in summary.measured
+    assert "elapsed" in summary.measured
     assert page.kind == "adk"
     assert [Event.model_validate(storage.loaded(m.item)) for m in page.messages] == theirs.events
     assert [(m.role, m.name, m.text) for m in page.messages] == [

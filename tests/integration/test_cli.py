@@ -316,6 +316,35 @@ def test_show_of_a_bare_framework_id_suggests_the_stored_one(tmp_path: Path) -> 
     assert "did you mean" not in run("sessions", "show", url, "other").stderr
 
 
+def test_a_framework_session_shows_what_it_records_and_says_what_it_does_not(
+    tmp_path: Path,
+) -> None:
+    """`sessions show` of an OpenAI Agents SDK session: its runs and tool calls, and the
+    figures the SDK keeps nowhere in the session read as not recorded, never `0`; the
+    catalog's turns of a session of plain items are a dash."""
+    url = str(tmp_path / "framework.sqlite3")
+    with turnstore.open_blocking(url) as store:
+        items = [
+            {"role": "user", "content": "add two and two"},
+            {"type": "function_call", "call_id": "c", "name": "add", "arguments": "{}"},
+        ]
+        store.append_context("chat", items, kind="openai-agents")
+        store.append_context("notes", [{"role": "user", "content": "a note"}])
+        store.search(turnstore.records.SearchRequest(query="note"))  # derives the figures
+    shown = run("sessions", "show", url, "chat")
+    assert shown.exit_code == 0, shown.output
+    lines = {line.split(maxsplit=1)[0]: line for line in shown.stdout.splitlines() if line}
+    assert lines["turns"].split() == ["turns", "1"]
+    assert lines["model"].split() == ["model", "calls", "not", "recorded"]
+    assert lines["tool"].split() == ["tool", "calls", "1"]
+    assert lines["tokens"].split() == ["tokens", "not", "recorded"]
+    as_json = json.loads(run("sessions", "show", url, "chat", "--json").stdout)
+    assert as_json["summary"]["measured"] == ["runs", "tool_calls"]
+    listed = run("sessions", "list", url).stdout
+    rows = {line.split()[0]: line.split() for line in listed.splitlines() if line[:1] in "cn"}
+    assert (rows["chat"][1:3], rows["notes"][1:3]) == (["1", "1"], ["1", "-"])  # seq, turns
+
+
 def test_demo_in_a_bare_install_names_the_extra_with_its_brackets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -378,13 +378,13 @@ def test_sweep_reclaims_an_uncommitted_attachment(cli: Cli, store_url: str, tmp_
 def test_migrate_lists_then_runs_the_steps(
     cli: Cli, backend_name: str, database: Any, pg_schema: str, store_url: str
 ) -> None:
-    """On a schema-3 database: --dry-run lists steps 4 to 7, changes nothing; migrate runs them."""
+    """On a schema-3 database: --dry-run lists steps 4 to 8, changes nothing; migrate runs them."""
     restore_fixture(backend_name, database, pg_schema, 3)
     dry = json.loads(cli("migrate", store_url, "--dry-run", "--json").stdout)
-    assert (dry["from_version"], dry["to_version"], dry["dry_run"]) == (3, 7, True)
-    assert [step["version"] for step in dry["steps"]] == [4, 5, 6, 7]
+    assert (dry["from_version"], dry["to_version"], dry["dry_run"]) == (3, 8, True)
+    assert [step["version"] for step in dry["steps"]] == [4, 5, 6, 7, 8]
     table = cli("migrate", store_url)
-    assert "Migrated from schema version 3 to 7" in table.stdout
+    assert "Migrated from schema version 3 to 8" in table.stdout
     assert "up to date" in cli("migrate", store_url).stdout
 
 

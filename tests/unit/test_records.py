@@ -631,8 +631,11 @@ SEED_FIELDS: dict[str, tuple[Any, list[str]]] = {
             "execution_stats",
             "created_at",
             "updated_at",
-            # turnstore's own, after the seed's fields (docs/decisions.md, "Search").
+            # turnstore's own, after the seed's fields (docs/decisions.md, "Search" and
+            # "Conversations").
             "kind",
+            "measured",
+            "waiting",
         ],
     ),
     "SessionCursor": (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from turnstore.events import (
     TurnStartedEvent,
 )
 from turnstore.records import (
+    FIGURES,
     ConversationPage,
     ExecutionStats,
     JournalEvent,
@@ -123,7 +124,7 @@ def render_catalog(console: Console, sessions: Sequence[SessionSummary]) -> None
             Text(cut(summary.session_id, 60)),
             Text(_parent(summary)),
             str(summary.sequence),
-            str(summary.execution_stats.run_count),
+            _turns(summary),
             Text(cut(summary.kind or "-", 20)),
             Text(cut(summary.session_context.owner_id or "", 40)),
             # One line per session: the message is cut, never wrapped.
@@ -148,28 +149,46 @@ def render_summary(console: Console, summary: SessionSummary) -> None:
         ("created", utc_seconds(summary.created_at)),
         ("updated", utc_seconds(summary.updated_at)),
     ]
-    console.print(_key_values(rows + stats_rows(summary.execution_stats)))
+    if summary.waiting:
+        rows.append(("waiting in", ", ".join(summary.waiting)))
+    console.print(_key_values(rows + stats_rows(summary.execution_stats, summary.measured)))
 
 
-def stats_rows(stats: ExecutionStats) -> list[tuple[str, str]]:
-    """A session's aggregate execution stats as (name, value) pairs."""
+def _turns(summary: SessionSummary) -> str:
+    """The catalog's turns cell: `-` where the kind records none, `waiting` when paused."""
+    turns = str(summary.execution_stats.run_count) if "runs" in summary.measured else "-"
+    return f"{turns} waiting" if summary.waiting else turns
+
+
+UNRECORDED = "not recorded"
+"""What a figure the session's framework does not record reads as, never a zero."""
+
+
+def stats_rows(stats: ExecutionStats, measured: Iterable[str] = FIGURES) -> list[tuple[str, str]]:
+    """A session's aggregate execution stats as (name, value) pairs; a figure not in
+    `measured` reads as not recorded, and a part of one (`failed`) is left out."""
+    kept = set(measured)
     usage = stats.usage
-    return [
+    turns = str(stats.run_count)
+    if "failed_runs" in kept:
+        turns += f" ({stats.failed_run_count} failed, {stats.aborted_run_count} aborted)"
+    tools = str(stats.tool_calls)
+    if "failed_tool_calls" in kept:
+        tools += f" ({stats.failed_tool_calls} failed)"
+    rows = [
+        ("runs", "turns", turns),
+        ("model_calls", "model calls", str(stats.model_calls)),
+        ("tool_calls", "tool calls", tools),
+        ("elapsed", "elapsed", f"{stats.elapsed_ms} ms"),
         (
-            "turns",
-            f"{stats.run_count} ({stats.failed_run_count} failed, "
-            f"{stats.aborted_run_count} aborted)",
-        ),
-        ("model calls", str(stats.model_calls)),
-        ("tool calls", f"{stats.tool_calls} ({stats.failed_tool_calls} failed)"),
-        ("elapsed", f"{stats.elapsed_ms} ms"),
-        (
+            "tokens",
             "tokens",
             f"{usage.total_tokens} total: {usage.input_tokens} in"
             f" ({usage.cached_input_tokens} cached), {usage.output_tokens} out"
             f" ({usage.reasoning_output_tokens} reasoning)",
         ),
     ]
+    return [(name, value if figure in kept else UNRECORDED) for figure, name, value in rows]
 
 
 def render_stats(console: Console, stats: ExecutionStats) -> None:

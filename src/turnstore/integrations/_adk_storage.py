@@ -14,8 +14,8 @@ import json
 import math
 from typing import Any
 
-WRAPPED = "adk-json"
-"""The one key of an object that holds a value as its JSON text."""
+from turnstore.records.kinds.adk import WRAPPED
+
 KEY_ESCAPE = "adk-key:"
 """Starts an app or user state key stored as JSON text (a key that holds NUL, say)."""
 EVENT_KEY = "adk-event/"

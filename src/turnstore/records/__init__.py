@@ -55,6 +55,7 @@ from turnstore.records.conversation import (
     Message,
     MessageToolCall,
 )
+from turnstore.records.figures import FIGURES, Figure
 from turnstore.records.runtime import (
     RUNTIME_RECORD_SCHEMA_VERSION,
     ActivePath,
@@ -120,6 +121,7 @@ from turnstore.records.upkeep import (
 
 __all__ = [
     "CHECKPOINT_VERSION",
+    "FIGURES",
     "MAX_QUEUED_MESSAGES",
     "RUNTIME_RECORD_SCHEMA_VERSION",
     "TURN_PAGE_BATCH_SIZE",
@@ -151,6 +153,7 @@ __all__ = [
     "ExecutionPhase",
     "ExecutionRecord",
     "ExecutionStats",
+    "Figure",
     "ForkRelation",
     "ForkTree",
     "FrozenDict",

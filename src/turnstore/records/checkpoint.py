@@ -333,6 +333,12 @@ class SessionSummary(Record, kw_only=True):
     """What wrote the session: `turnstore` (checkpoint saves), `langgraph`, `openai-agents`,
     `adk`, `items` (`append_context`), … (declared in `turnstore.records.kinds`); None until a
     store written before schema 7 is reindexed."""
+    measured: list[str] = msgspec.field(default_factory=list)
+    """The figures of `execution_stats` this session records (`turnstore.records.figures`):
+    every one for a `turnstore` session; for a framework's, those its items carry. A figure
+    not named here is unrecorded, not zero."""
+    waiting: list[str] = msgspec.field(default_factory=list)
+    """The nodes a LangGraph thread runs next (interrupted, or its run unfinished); []."""
 
 
 class SessionCursor(Record, kw_only=True):

@@ -378,5 +378,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         SELECT 1, NOT EXISTS (SELECT 1 FROM sessions), 0;
     """,
     ),
+    # 8: framework sessions' figures. A framework's session keeps them inside its items
+    # (token counts, timestamps, tool calls), which the indexer reads anyway: what it
+    # derives is kept on the session row, apart from what saves count, so a rebuild derives
+    # it afresh. The framework sessions already indexed are indexed again, which derives
+    # theirs; until then a search catches them up first, as it does any session the
+    # indexer has not reached.
+    Migration(
+        "framework sessions' figures and LangGraph threads' waiting nodes, derived by the indexer",
+        """
+    ALTER TABLE sessions ADD COLUMN figures_json TEXT;
+    DELETE FROM search_items WHERE session_id IN
+        (SELECT session_id FROM sessions WHERE kind IN ('langgraph', 'adk', 'openai-agents'));
+    DELETE FROM search_marks WHERE session_id IN
+        (SELECT session_id FROM sessions WHERE kind IN ('langgraph', 'adk', 'openai-agents'));
+    UPDATE search_index_state SET caught_up_to = 0;
+    """,
+    ),
 )
 """Every version's migration in order: `MIGRATIONS[n - 1]` adds version `n`."""

@@ -61,6 +61,12 @@ def _point(tx: Tx, row: CheckpointRow, channel: str, most: int) -> LangGraphPoin
     return point
 
 
+def next_nodes(tx: Tx, row: CheckpointRow, most: int = MAX_INFLATED) -> list[str]:
+    """The nodes a checkpoint runs next (see `_next_nodes`); [] for one it cannot read."""
+    checkpoint = decode_value(row.checkpoint_type, row.checkpoint, most)
+    return _next_nodes(tx, row, checkpoint) if isinstance(checkpoint, dict) else []
+
+
 def _next_nodes(tx: Tx, row: CheckpointRow, checkpoint: dict[str, Any]) -> list[str]:
     """Nodes whose `branch:to:` channel holds a value newer than the node last saw.
 

@@ -15,6 +15,7 @@ reached), and indexes what each gained since its mark. A save pays nothing for s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -22,6 +23,7 @@ import msgspec
 from turnstore.engine.protocol import Statements, Tx, insert, select
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint
+from turnstore.records.figures import Derived
 from turnstore.records.kinds import SessionKind, Storage, kind_of, kinds
 from turnstore.records.kinds.items import KIND as ITEMS
 from turnstore.records.kinds.langgraph import KIND as LANGGRAPH
@@ -71,6 +73,7 @@ class Indexing(NamedTuple):
     latest_sequence: int
     context_length: int
     checkpoint_state_json: str
+    figures_json: str | None
 
 
 class Mark(NamedTuple):
@@ -110,6 +113,7 @@ class SearchSql(Statements):
     indexing_free = select(Indexing, "FROM sessions WHERE session_id = ?{lock_skip}")
     indexing_waited = select(Indexing, "FROM sessions WHERE session_id = ?{lock}")
     set_kind = "UPDATE sessions SET kind = ? WHERE session_id = ?"
+    set_figures = "UPDATE sessions SET figures_json = ? WHERE session_id = ?"
     next_sessions = (
         "SELECT session_id FROM sessions WHERE session_id > ? ORDER BY session_id LIMIT ?"
     )
@@ -133,22 +137,22 @@ def _add(tx: Tx, rows: list[ItemInsert]) -> int:
 def _index_session(
     tx: Tx, session_id: str, row: Indexing, kind: SessionKind, mark: Mark | None
 ) -> int:
-    """Index what a session gained since `mark` (all of it without one); items indexed."""
+    """Index what a session gained since `mark` (all of it without one), and derive the
+    figures it carries (`SessionKind.figures`); items indexed."""
     added = 0
     length = row.context_length
+    gained = Gained()
     if kind.storage is Storage.CHANNEL:
         assert kind.channel is not None  # a kind stored in a channel names it
-        length, added = _index_thread(tx, session_id, kind.channel, mark)
+        length, gained = _index_thread(tx, session_id, kind.channel, mark)
     elif kind.storage is Storage.CONTEXT:
         start = 0 if mark is None else mark.indexed_length
         if row.context_length > start:
             end = row.context_length
-            items = context_items.window(tx, session_id, end, end - start).items
-            rows = [
-                ItemInsert(session_id, None, start + index, True, body)
-                for index, body in item_texts(items)
-            ]
-            added = _add(tx, rows)
+            # The item before them too: a figure may span items (an ADK run's time).
+            before = 1 if start > 0 and kind.figures is not None else 0
+            items = context_items.window(tx, session_id, end, end - start + before).items
+            gained = Gained(items[before:], start, items[0] if before else None)
     else:
         after = -1 if mark is None else mark.indexed_sequence
         batches = tx.rows(tx.sql(JournalSql).transcript_after, (session_id, after))
@@ -159,24 +163,59 @@ def _index_session(
                 for index, body in item_texts(items)
             ]
             added += _add(tx, rows)
+    if gained.start is not None:
+        rows = [
+            ItemInsert(session_id, None, gained.start + index, True, body)
+            for index, body in item_texts(gained.items)
+        ]
+        added += _add(tx, rows)
+    _derive(tx, session_id, row, kind, mark, gained)
     done = Mark(session_id, row.latest_sequence, length)
     tx.run(tx.sql(SearchSql).set_mark, done)
     return added
 
 
-def _index_thread(tx: Tx, session_id: str, channel: str, mark: Mark | None) -> tuple[int, int]:
-    """Index the messages a LangGraph thread's newest checkpoint added to its list `channel`
-    since `mark`; how far the list is indexed, and the items indexed."""
+class Gained(NamedTuple):
+    """The items a session of items or a thread gained since the indexer's mark."""
+
+    items: Sequence[Any] = ()
+    start: int | None = None
+    """Where the first of them is in the context or list; None: nothing gained."""
+    before: Any = None
+    """The item before them, for a kind whose figures span items; None at the start."""
+    waiting: list[str] | None = None
+    """The nodes a thread runs next; None for a session that is not a thread."""
+
+
+def _derive(
+    tx: Tx, session_id: str, row: Indexing, kind: SessionKind, mark: Mark | None, gained: Gained
+) -> None:
+    """Add the figures the gained items carry to those already derived (anew without a
+    mark), and keep a thread's waiting nodes; written only when they change."""
+    if kind.figures is None and gained.waiting is None:
+        return
+    derived = Derived()
+    if mark is not None and row.figures_json is not None:
+        derived = decode_stored(row.figures_json, Derived, "figures", session_id)
+    more = Derived() if kind.figures is None else kind.figures(gained.items, gained.before)
+    more.waiting = gained.waiting or []
+    if not derived.add(more):
+        derived.waiting = more.waiting  # the figures stay where they stopped growing
+    encoded = derived.to_json().decode()
+    if encoded != row.figures_json:
+        tx.run(tx.sql(SearchSql).set_figures, (encoded, session_id))
+
+
+def _index_thread(tx: Tx, session_id: str, channel: str, mark: Mark | None) -> tuple[int, Gained]:
+    """The messages a LangGraph thread's newest checkpoint added to its list `channel` since
+    `mark`, and the nodes it runs next; how far the list is read."""
     since = 0 if mark is None else mark.indexed_length
     checkpoint = conversations.newest_root(tx, session_id)
     if checkpoint is None:
-        return since, 0
+        return since, Gained()
     window = conversations.list_window(tx, checkpoint, channel, None, None, since)
-    rows = [
-        ItemInsert(session_id, None, window.start + index, True, body)
-        for index, body in item_texts(window.items)
-    ]
-    return max(since, window.length), _add(tx, rows)
+    waiting = conversations.next_nodes(tx, checkpoint)
+    return max(since, window.length), Gained(window.items, window.start, None, waiting)
 
 
 def catch_up_batch(tx: Tx, sessions: int, wait: bool = False) -> int:

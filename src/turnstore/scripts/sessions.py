@@ -13,6 +13,8 @@ from turnstore.records.checkpoint import (
     SessionPage,
     SessionSummary,
 )
+from turnstore.records.figures import FIGURES, Derived
+from turnstore.records.kinds import kind_of
 from turnstore.records.kinds.turnstore import KIND as CHECKPOINT
 from turnstore.records.protocol import SessionContext
 from turnstore.rules.context import ContextWrite, plan_context_write
@@ -34,6 +36,7 @@ class SessionRow(NamedTuple):
     created_at: int
     updated_at: int
     kind: str | None
+    figures_json: str | None
 
 
 class SessionWrite(NamedTuple):
@@ -196,8 +199,17 @@ def ensure(tx: Tx, session_id: str) -> bool:
 
 
 def summary_of(row: SessionRow) -> SessionSummary:
-    """Build a catalog summary from a session row without touching the checkpoint."""
+    """Build a catalog summary from a session row without touching the checkpoint: the
+    figures its saves counted, and those the indexer derived from its items."""
     session_id = row.session_id
+    stats = decode_stored(row.execution_stats_json, ExecutionStats, "execution stats", session_id)
+    measured = set(kind_of(row.kind).counts)
+    derived = Derived()
+    if row.figures_json is not None:
+        derived = decode_stored(row.figures_json, Derived, "figures", session_id)
+        # Past 2**64 a figure stops growing where it was, as a save's own stats do.
+        stats.checked_add(derived.stats)
+        measured.update(derived.measured)
     return SessionSummary(
         session_id=session_id,
         session_context=decode_stored(
@@ -208,12 +220,12 @@ def summary_of(row: SessionRow) -> SessionSummary:
         sequence=row.latest_sequence,
         catalog_visible=bool(row.catalog_visible),
         first_user_message=row.first_user_message,
-        execution_stats=decode_stored(
-            row.execution_stats_json, ExecutionStats, "execution stats", session_id
-        ),
+        execution_stats=stats,
         created_at=row.created_at,
         updated_at=row.updated_at,
         kind=row.kind,
+        measured=[name for name in FIGURES if name in measured],
+        waiting=derived.waiting,
     )
 
 

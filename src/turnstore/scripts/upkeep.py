@@ -7,6 +7,7 @@ from typing import NamedTuple
 from turnstore.engine.protocol import Statements, Tx, select
 from turnstore.records.base import decode_stored
 from turnstore.records.checkpoint import ExecutionStats
+from turnstore.records.figures import Derived
 from turnstore.records.upkeep import StoreGauges, StoreStats
 from turnstore.scripts import checkpoints
 from turnstore.scripts.transfer import tree
@@ -85,7 +86,7 @@ class UpkeepSql(Statements):
         forks="count(parent_session_id)",
         checkpoints="CAST(coalesce(sum(latest_sequence), 0) AS BIGINT)",
     )
-    stats_json = "SELECT execution_stats_json FROM sessions"
+    stats_json = "SELECT execution_stats_json, figures_json FROM sessions"
     blob_counts = select(
         BlobCounts,
         "FROM blobs",
@@ -179,11 +180,14 @@ def stats(tx: Tx) -> StoreStats:
     assert counts is not None
     assert blobs is not None
     total = inputs = outputs = 0
-    for (stats_json,) in tx.stream(sql.stats_json):
-        usage = decode_stored(stats_json, ExecutionStats, "execution stats").usage
-        total += usage.total_tokens
-        inputs += usage.input_tokens
-        outputs += usage.output_tokens
+    for stats_json, figures_json in tx.stream(sql.stats_json):
+        usages = [decode_stored(stats_json, ExecutionStats, "execution stats").usage]
+        if figures_json is not None:  # a framework session's, as its items carry them
+            usages.append(decode_stored(figures_json, Derived, "figures").stats.usage)
+        for usage in usages:
+            total += usage.total_tokens
+            inputs += usage.input_tokens
+            outputs += usage.output_tokens
     return StoreStats(
         session_count=counts.sessions,
         fork_count=counts.forks,

@@ -17,6 +17,8 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 
+from turnstore.records.figures import Figure, FigureReader
+
 
 class Storage(enum.Enum):
     """Where a kind of session keeps its conversation."""
@@ -49,6 +51,12 @@ class SessionKind:
     id_prefix: str | None = None
     """What the integration puts before the framework's own id to make a session id
     (`langgraph/` + a thread id), so a lookup by the bare id can suggest the stored one."""
+    counts: frozenset[Figure] = frozenset()
+    """The figures the store counts as this kind's sessions are written (a checkpoint save
+    counts every one; the LangGraph saver counts runs)."""
+    figures: FigureReader | None = None
+    """Reads the figures the kind's items carry, which the indexer adds (None: they carry
+    none, and a figure the store does not count is unrecorded)."""
 
     def __post_init__(self) -> None:
         if (self.storage is Storage.CHANNEL) != (self.channel is not None):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from turnstore.records.figures import FIGURES
 from turnstore.records.kinds import SessionKind, Storage
 
-KIND = SessionKind(name="turnstore", storage=Storage.TRANSCRIPT)
+KIND = SessionKind(name="turnstore", storage=Storage.TRANSCRIPT, counts=frozenset(FIGURES))
 """Read, and searched, by its transcript, which keeps every batch it journaled."""

@@ -3,7 +3,7 @@
 
 import { openTurnState, STATUS_LABEL } from "./activity.js";
 import { getJson, sessionPath } from "./api.js";
-import { absoluteTime, h, num, replace, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
+import { absoluteTime, h, num, recorded, replace, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
 import { kindBadge, SearchPanel } from "./search.js";
 
 const PAGE_SIZE = 50;
@@ -143,16 +143,21 @@ function sessionRow(summary, statuses) {
       typeof summary.parent_sequence === "number" ? ` @ ${summary.parent_sequence}` : "",
     ));
   }
-  const runs = num(stats.run_count);
+  // A figure the session's framework does not record is a dash, never a zero.
+  const unrecorded = () => h("span", { class: "muted", title: "not recorded for this kind of session" }, "—");
+  const runs = recorded(summary, "runs") ? num(stats.run_count) : unrecorded();
   const problems = (stats.failed_run_count ?? 0) + (stats.aborted_run_count ?? 0);
+  const waiting = Array.isArray(summary.waiting) && summary.waiting.length
+    ? h("span", { class: "badge badge-interrupted", testid: "session-waiting", title: "the graph runs these nodes next" }, `waiting: ${visibleId(summary.waiting.join(", "), 60)}`)
+    : null;
   return h("tr", { testid: "session-row", "data-session-id": id },
     idCell,
     h("td", { class: "cell-owner" }, context.owner_id ? visibleId(context.owner_id, 60) : h("span", { class: "muted" }, "—")),
-    h("td", { class: "cell-kind" }, kindBadge(summary.kind, "session-kind")),
+    h("td", { class: "cell-kind" }, kindBadge(summary.kind, "session-kind"), waiting ? " " : null, waiting),
     h("td", {}, h("div", { class: "cell-message", testid: "first-message" }, summary.first_user_message ? visibleText(summary.first_user_message, 200) : h("span", { class: "muted" }, "—"))),
     statuses.cell(id),
-    h("td", { class: "cell-num", title: `sequence ${summary.sequence ?? "?"}` }, runs, problems ? h("span", { class: "bad-count", title: "failed or aborted" }, ` (${num(problems)}!)`) : null),
-    h("td", { class: "cell-num" }, num(usage.total_tokens)),
+    h("td", { class: "cell-num", testid: "session-turns", title: `sequence ${summary.sequence ?? "?"}` }, runs, problems ? h("span", { class: "bad-count", title: "failed or aborted" }, ` (${num(problems)}!)`) : null),
+    h("td", { class: "cell-num", testid: "session-tokens" }, recorded(summary, "tokens") ? num(usage.total_tokens) : unrecorded()),
     h("td", { class: "cell-time" }, timeEl(summary.updated_at)),
   );
 }

@@ -121,6 +121,14 @@ export function num(value) {
   return typeof value === "number" && Number.isFinite(value) ? NUMBER.format(value) : "—";
 }
 
+/**
+ * Whether a session records a figure (`runs`, `model_calls`, `tool_calls`, `elapsed`, `tokens`,
+ * …): its summary's `measured` names them; a server that sends none records every figure.
+ */
+export function recorded(summary, figure) {
+  return !Array.isArray(summary.measured) || summary.measured.includes(figure);
+}
+
 /** Milliseconds as "850 ms", "2.4 s", "3 min 5 s". */
 export function duration(ms) {
   if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) return "—";

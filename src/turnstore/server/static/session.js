@@ -2,7 +2,7 @@
 
 import { ApiError, getJson, sessionPath } from "./api.js";
 import { ConversationView } from "./conversation.js";
-import { absoluteTime, duration, h, jsonBlock, num, replace, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
+import { absoluteTime, duration, h, jsonBlock, num, recorded, replace, sessionHref, timeEl, visibleId, visibleText } from "./dom.js";
 import { describeItem, itemElement } from "./items.js";
 import { buildTurns, TimelineView } from "./timeline.js";
 
@@ -352,17 +352,40 @@ function summaryElement(summary) {
     h("div", { class: "tags" }, tags),
     forkedFrom,
     summary.first_user_message ? h("p", { class: "first-message", testid: "session-first-message" }, visibleText(summary.first_user_message, 500)) : null,
-    h("div", { class: "stats", testid: "session-stats" },
-      stat("turns", num(stats.run_count), "runs"),
-      stat("failed / aborted", `${num(stats.failed_run_count)} / ${num(stats.aborted_run_count)}`, "failed"),
-      stat("model calls", num(stats.model_calls), "model-calls"),
-      stat("tool calls", `${num(stats.tool_calls)}${stats.failed_tool_calls ? ` (${num(stats.failed_tool_calls)} failed)` : ""}`, "tool-calls"),
-      stat("time in turns", duration(stats.elapsed_ms), "elapsed"),
+    statsElement(summary, stats, usage),
+  ];
+}
+
+// Only the figures the session records: a framework that keeps no token counts gets no
+// token panels, and a line says what is not recorded rather than showing zeros.
+function statsElement(summary, stats, usage) {
+  const failedTools = recorded(summary, "failed_tool_calls") && stats.failed_tool_calls ? ` (${num(stats.failed_tool_calls)} failed)` : "";
+  const panels = [
+    ["runs", () => stat("turns", num(stats.run_count), "runs")],
+    ["failed_runs", () => stat("failed / aborted", `${num(stats.failed_run_count)} / ${num(stats.aborted_run_count)}`, "failed")],
+    ["model_calls", () => stat("model calls", num(stats.model_calls), "model-calls")],
+    ["tool_calls", () => stat("tool calls", `${num(stats.tool_calls)}${failedTools}`, "tool-calls")],
+    ["elapsed", () => stat("time in turns", duration(stats.elapsed_ms), "elapsed")],
+    ["tokens", () => [
       stat("input tokens", num(usage.input_tokens), "input-tokens"),
       stat("cached input", num(usage.cached_input_tokens), "cached-tokens"),
       stat("output tokens", num(usage.output_tokens), "output-tokens"),
       stat("total tokens", num(usage.total_tokens), "total-tokens"),
-    ),
+    ]],
+  ];
+  const names = { runs: "turns", failed_runs: "failed turns", model_calls: "model calls", tool_calls: "tool calls", elapsed: "time", tokens: "tokens" };
+  const shown = panels.filter(([figure]) => recorded(summary, figure));
+  const missing = panels.filter(([figure]) => !recorded(summary, figure)).map(([figure]) => names[figure]);
+  const kind = summary.kind ? `${summary.kind} sessions` : "this session";
+  const waiting = Array.isArray(summary.waiting) && summary.waiting.length
+    ? h("p", { class: "waiting", testid: "session-waiting" }, h("span", { class: "badge badge-interrupted" }, "waiting"), ` the graph runs ${visibleId(summary.waiting.join(", "), 120)} next`)
+    : null;
+  return [
+    waiting,
+    shown.length ? h("div", { class: "stats", testid: "session-stats" }, shown.map(([, build]) => build())) : null,
+    missing.length
+      ? h("p", { class: "muted stats-unrecorded", testid: "stats-unrecorded" }, `Not recorded for ${kind}: ${missing.join(", ")}.`)
+      : null,
   ];
 }
 
