@@ -83,8 +83,14 @@ def is_turnstore(service: Any) -> bool:
     return isinstance(service, TurnstoreSessionService)
 
 
-def event(text: str = "", *, delta: dict[str, Any] | None = None, at: float | None = None) -> Any:
-    """A user event saying `text`, with a state delta and a timestamp if given."""
+def event(
+    text: str = "",
+    *,
+    delta: dict[str, Any] | None = None,
+    at: float | None = None,
+    ident: str | None = None,
+) -> Any:
+    """A user event saying `text`, with a state delta, a timestamp and an id if given."""
     from google.adk.events.event import Event, EventActions
     from google.genai import types
 
@@ -96,12 +102,19 @@ def event(text: str = "", *, delta: dict[str, Any] | None = None, at: float | No
     }
     if at is not None:
         fields["timestamp"] = at
+    if ident is not None:
+        fields["id"] = ident
     return Event(**fields)
 
 
 def texts(session: Any) -> list[str]:
     """The text of each of a session's events."""
     return [e.content.parts[0].text for e in session.events]
+
+
+def ids(session: Any) -> list[str]:
+    """The id of each of a session's events."""
+    return [e.id for e in session.events]
 
 
 async def reload(service: Any, session: Any, config: Any = None) -> Any:

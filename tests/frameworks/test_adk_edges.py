@@ -1,11 +1,14 @@
-"""ADK's edges: a re-created session, a re-delivered event, the catalog's first message.
+"""ADK's edges: a re-created session, a re-delivered event, the catalog's first message, the
+order of events whose timestamps tie or go backwards.
 
 As in test_adk_sessions.py, each behaviour runs first on ADK's own `DatabaseSessionService`
-(on SQLite) where it has it, then on turnstore's service on SQLite and PostgreSQL.
+(on SQLite) where it has it, then on turnstore's service on SQLite and PostgreSQL; the order of
+events is also compared call by call with ADK's database service.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ from _adk_services import (
     APP,
     TURNSTORE,
     event,
+    ids,
     is_turnstore,
     opened,
     reload,
@@ -137,6 +141,132 @@ async def test_an_adk_session_shows_its_first_user_message_in_the_catalog(servic
     assert [s.first_user_message for s in page.sessions] == ["Plan a trip to Lyon"]
     summary = await service.store.session_summary(turnstore_id(APP, "ada", "c"))
     assert summary.first_user_message == "Plan a trip to Lyon"
+
+
+# --- the order of events ------------------------------------------------------------------
+
+BASE = 1_700_000_000.0
+OFFSETS = (0.0, 0.0, 1.0, 2.0, 2.0000001, 2.0000002, 2.0000004, 3.0, -1.0)
+"""Event times (after `BASE`) drawn from: ties, times apart by less than the microsecond ADK's
+database stores, and one earlier than the session's first event."""
+IDS = ("a", "B", "b", "m", "Z", "z", "0", "e-1", "e-10", "e-9")
+
+
+@pytest.fixture(params=TURNSTORE)
+async def pair(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Any, Any]]:
+    """ADK's database service on SQLite, and turnstore's on one backend."""
+    async with (
+        opened("adk-database", tmp_path) as theirs,
+        opened(request.param, tmp_path) as ours,
+    ):
+        yield theirs, ours
+
+
+def _plans() -> dict[str, list[tuple[str, float]]]:
+    """Sessions of (event id, time): in order, in order through ties, and shuffled."""
+    rng = random.Random(43)
+    shuffled = [(f"{name}-{n}", BASE + rng.choice(OFFSETS)) for n, name in enumerate(IDS * 3)]
+    rng.shuffle(shuffled)
+    return {
+        "rising": [(name, BASE + n) for n, name in enumerate(reversed(IDS))],
+        "ties rising by id": [(name, BASE + n // 3) for n, name in enumerate(sorted(IDS))],
+        "shuffled": shuffled,
+    }
+
+
+def _configs(times: list[float]) -> list[Any]:
+    from google.adk.sessions.base_session_service import GetSessionConfig
+
+    edges = sorted({edge for at in times for edge in (at, at - 1e-7, at + 1e-7, at + 0.5)})
+    configs: list[Any] = [None]
+    configs += [GetSessionConfig(num_recent_events=n) for n in range(len(times) + 2)]
+    configs += [GetSessionConfig(after_timestamp=edge) for edge in edges]
+    configs += [
+        GetSessionConfig(num_recent_events=n, after_timestamp=edge)
+        for n in (1, 2, 5)
+        for edge in edges[:: max(1, len(edges) // 6)]
+    ]
+    return configs
+
+
+async def test_events_come_back_in_the_order_of_adks_database_service(
+    pair: tuple[Any, Any],
+) -> None:
+    """Call by call, turnstore returns the events ADK's database service returns, in its
+    order (time to the microsecond, then event id), whether times rise, tie or go back, with
+    every `num_recent_events` and `after_timestamp` around each event's time."""
+    theirs, ours = pair
+    differ: dict[str, Any] = {}
+    for name, plan in _plans().items():
+        sessions = [
+            await service.create_session(app_name=APP, user_id="u", session_id=name)
+            for service in pair
+        ]
+        for ident, at in plan:
+            for service, session in zip(pair, sessions, strict=True):
+                await service.append_event(session, event(ident, at=at, ident=ident))
+        for config in _configs([at for _, at in plan]):
+            adk = await reload(theirs, sessions[0], config)
+            mine = await reload(ours, sessions[1], config)
+            if adk.events != mine.events:
+                differ[f"{name} {config!r}"] = {"adk": ids(adk), "turnstore": ids(mine)}
+            assert mine.last_update_time == pytest.approx(adk.last_update_time, abs=1e-6)
+    assert differ == {}
+
+
+@services("adk-database")
+async def test_a_hand_built_copy_of_a_session_with_tied_events_can_append(service: Any) -> None:
+    """A `Session` built by hand from a read one holds its events in the order read; its
+    newest event is the newest stored in that order, so the copy is current."""
+    from google.adk.sessions.session import Session
+
+    tied = 1_700_000_000.0
+    session = await service.create_session(app_name=APP, user_id="u", session_id="hand")
+    for name in ("z", "a"):
+        await service.append_event(session, event(name, at=tied, ident=name))
+    read = await reload(service, session)
+    assert ids(read) == ["a", "z"]
+    hand = Session(
+        id="hand",
+        app_name=APP,
+        user_id="u",
+        state=read.state,
+        events=read.events,
+        last_update_time=read.last_update_time,
+    )
+    await service.append_event(hand, event("later", at=tied + 1, ident="later"))
+    assert ids(await reload(service, session)) == ["a", "z", "later"]
+
+
+@pytest.mark.parametrize("service", TURNSTORE, indirect=True)
+async def test_recent_events_of_a_session_in_order_are_read_alone(
+    service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While its events are appended in the order they are returned (time, then id), a
+    session's newest events are read without the rest; once one comes out of order, the
+    session's events are all read and ordered, and come back right."""
+    from google.adk.sessions.base_session_service import GetSessionConfig
+
+    session = await service.create_session(app_name=APP, user_id="u", session_id="w")
+    for ident, at in (("a", BASE), ("b", BASE), ("c", BASE + 1), ("d", BASE + 2)):
+        await service.append_event(session, event(ident, at=at, ident=ident))
+    asked: list[int | None] = []
+    window = service.store.context_window
+
+    async def counted(tid: str, before: int | None, limit: int | None) -> Any:
+        asked.append(limit)
+        return await window(tid, before, limit)
+
+    monkeypatch.setattr(service.store, "context_window", counted)
+    recent = GetSessionConfig(num_recent_events=2)
+    assert ids(await reload(service, session, recent)) == ["c", "d"]
+    assert asked == [2]
+    await service.append_event(session, event("0", at=BASE + 1, ident="0"))
+    asked.clear()
+    assert ids(await reload(service, session, recent)) == ["c", "d"]
+    assert asked == [None]
+    full = await reload(service, session)
+    assert ids(full) == ["a", "b", "0", "c", "d"]
 
 
 # --- a service on an open store ------------------------------------------------------------

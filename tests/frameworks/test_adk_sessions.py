@@ -23,6 +23,7 @@ from _adk_services import (
     APP,
     TURNSTORE,
     event,
+    ids,
     opened,
     reload,
     services,
@@ -223,16 +224,50 @@ async def test_get_session_config_narrows_the_events(service: Any) -> None:
     assert texts(await reload(service, session, wide)) == ["4", "5"]
 
 
-@services("adk-inmemory")
-async def test_events_with_tied_timestamps_keep_their_append_order(service: Any) -> None:
+@services("adk-database", xfail=("adk-inmemory",))
+async def test_events_with_tied_timestamps_come_back_in_event_id_order(service: Any) -> None:
+    """Ties in timestamp are broken by event id, as ADK's `DatabaseSessionService` orders
+    them; its in-memory service keeps append order instead (a strict xfail)."""
     from google.adk.sessions.base_session_service import GetSessionConfig
 
+    tied = 1_700_000_000.0
     session = await service.create_session(app_name=APP, user_id="u")
     for name in ("z", "a", "m"):
-        await service.append_event(session, event(name, at=1_700_000_000.0))
-    assert texts(await reload(service, session)) == ["z", "a", "m"]
+        await service.append_event(session, event(name, at=tied, ident=name))
+    assert ids(session) == ["z", "a", "m"]  # the live session holds them as appended
+    assert ids(await reload(service, session)) == ["a", "m", "z"]
     newest = await reload(service, session, GetSessionConfig(num_recent_events=1))
-    assert texts(newest) == ["m"]
+    assert ids(newest) == ["z"]
+    after = await reload(service, session, GetSessionConfig(after_timestamp=tied))
+    assert ids(after) == ["a", "m", "z"]
+    both = GetSessionConfig(num_recent_events=2, after_timestamp=tied)
+    assert ids(await reload(service, session, both)) == ["m", "z"]
+
+
+@services("adk-database", xfail=("adk-inmemory",))
+async def test_an_event_older_than_the_newest_comes_back_in_its_place_by_time(
+    service: Any,
+) -> None:
+    """An event appended with an older timestamp than the newest one is returned where its
+    timestamp puts it, and `after_timestamp` finds every event from that time on, as ADK's
+    database service does; the session's update time is the last appended event's."""
+    from google.adk.sessions.base_session_service import GetSessionConfig
+
+    base = 1_700_000_000.0
+    session = await service.create_session(app_name=APP, user_id="u")
+    for name, at in (("10", base + 10), ("30", base + 30), ("20", base + 20), ("5", base + 5)):
+        await service.append_event(session, event(name, at=at, ident=name))
+    stored = await reload(service, session)
+    assert ids(stored) == ["5", "10", "20", "30"]
+    assert stored.last_update_time == pytest.approx(base + 5, abs=1e-6)
+    assert ids(await reload(service, session, GetSessionConfig(num_recent_events=2))) == [
+        "20",
+        "30",
+    ]
+    after = GetSessionConfig(after_timestamp=base + 15)
+    assert ids(await reload(service, session, after)) == ["20", "30"]
+    both = GetSessionConfig(num_recent_events=3, after_timestamp=base + 6)
+    assert ids(await reload(service, session, both)) == ["10", "20", "30"]
 
 
 @services("adk-inmemory", "adk-database")

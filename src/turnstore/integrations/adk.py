@@ -6,15 +6,17 @@
 
 An ADK session `(app, user, session)` is the turnstore session `adk/<app>/<user>/<session>`
 (each part with `%` and `/` escaped), owned by the user in the catalog. Its events are the
-checkpoint's context items, one per `append_event`, journaled in the transcript too. Its own
-state is one middleware state value (scope: the session's id, so it is deleted with the
-session); `app:` state is one value per key in the scope `adk-app/<app>`, `user:` state in
-`adk-user/<app>/<user>`; `temp:` keys are never stored. An event and every state change it
-carries commit together, and only while the session is still at the sequence the caller's
-`Session` was read at, in the incarnation it was read from: a superseded session, or one
-deleted and created again, gets `StaleSessionError`, decided by the store's per-session sequence
-and the incarnation's token, never by timestamps. An event id is stored once per session.
-State values are made JSON as ADK's `DatabaseSessionService` makes them (`_adk_storage`).
+checkpoint's context items, one per `append_event` in the order appended, journaled in the
+transcript too; `get_session` returns them in the order ADK's `DatabaseSessionService` does, by
+time to the microsecond, then event id (`_order_key`). Its own state is one middleware state
+value (scope: the session's id, so it is deleted with the session); `app:` state is one value
+per key in the scope `adk-app/<app>`, `user:` state in `adk-user/<app>/<user>`; `temp:` keys
+are never stored. An event and every state change it carries commit together, and only while
+the session is still at the sequence the caller's `Session` was read at, in the incarnation it
+was read from: a superseded session, or one deleted and created again, gets
+`StaleSessionError`, decided by the store's per-session sequence and the incarnation's token,
+never by timestamps. An event id is stored once per session. State values are made JSON as
+ADK's `DatabaseSessionService` makes them (`_adk_storage`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import asyncio
 import os
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from turnstore import BlockingStore, Store
@@ -62,6 +65,30 @@ STALE = (
     " before appending more events."
 )
 """ADK's own message for a stale session."""
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _instant(timestamp: float) -> int | float:
+    """An event time in whole microseconds, rounded as ADK's database service rounds it.
+
+    That service orders and filters events by a microsecond column made with
+    `datetime.fromtimestamp`, so times closer than a microsecond tie there; this rounds alike.
+    A time that `datetime` cannot hold (ADK's service cannot store it) keeps its order as a
+    float.
+    """
+    try:
+        return (datetime.fromtimestamp(timestamp, UTC) - _EPOCH) // _MICROSECOND
+    except (OverflowError, OSError, ValueError):
+        return timestamp * 1e6
+
+
+def _order_key(timestamp: float, event_id: str) -> tuple[int | float, str]:
+    """Where an event comes in a session: by time, ties broken by id, as ADK's
+    `DatabaseSessionService` orders them (its in-memory service keeps append order)."""
+    return _instant(timestamp), event_id
 
 
 def _escape(part: str) -> str:
@@ -135,8 +162,17 @@ def _check_current(
         raise StaleSessionError(STALE)
 
 
+def _in_order(record: dict[str, Any]) -> bool:
+    """Whether the session's events were appended in the order `_order_key` returns them.
+
+    `in_order` stays true while each event appended comes after the `newest` before it. A
+    record written by an earlier turnstore has none: its events are ordered on every read.
+    """
+    return record.get("in_order") is True
+
+
 def _next_record(
-    stored: dict[str, Any], delta: dict[str, Any], timestamp: float, sequence: int
+    stored: dict[str, Any], delta: dict[str, Any], event: Event, sequence: int
 ) -> dict[str, Any]:
     """The session's record after an append: the stored state with the event's delta.
 
@@ -145,7 +181,22 @@ def _next_record(
     own = dict(storage.loaded(stored["state"]))
     own.update(delta)
     state = storage.stored(own, 1)
-    return {**stored, "state": state, "last_update_time": timestamp, "sequence": sequence}
+    key = _order_key(event.timestamp, event.id)
+    newest = stored.get("newest")
+    in_order = (
+        _in_order(stored)
+        and isinstance(key[0], int)
+        and (newest is None or key > (newest[0], newest[1]))
+    )
+    return {
+        **stored,
+        "state": state,
+        "last_update_time": event.timestamp,
+        "sequence": sequence,
+        # Once out of order, always (no event is ever taken out): every read then orders them.
+        "in_order": in_order,
+        "newest": list(key) if in_order else None,
+    }
 
 
 class TurnstoreSessionService(BaseSessionService):
@@ -186,6 +237,9 @@ class TurnstoreSessionService(BaseSessionService):
             # A session deleted and created again is another incarnation: a `Session` read
             # from the old one must not write to the new one at an equal sequence.
             "incarnation": uuid.uuid4().hex,
+            # No event is out of order yet: reads take the newest events alone while it holds.
+            "in_order": True,
+            "newest": None,
         }
         writes = [(tid, SESSION_KEY, record), *_scope_writes(app_name, user_id, deltas)]
         try:
@@ -236,7 +290,7 @@ class TurnstoreSessionService(BaseSessionService):
             record = await self.store.load_state(tid, SESSION_KEY)
             if record is None:
                 return None
-            events, sequence = await self._events(tid, config)
+            events, sequence = await self._events(tid, record, config)
             if sequence == record["sequence"]:
                 return record, events, sequence
         raise StorageError(
@@ -244,21 +298,28 @@ class TurnstoreSessionService(BaseSessionService):
             retryable=True,
         )
 
-    async def _events(self, tid: str, config: GetSessionConfig | None) -> tuple[list[Event], int]:
+    async def _events(
+        self, tid: str, record: dict[str, Any], config: GetSessionConfig | None
+    ) -> tuple[list[Event], int]:
         """The newest events `config` asks for, oldest first, and the sequence read at.
 
         `num_recent_events` keeps the newest that many; `after_timestamp` keeps events from
-        that time on, walking back from the newest to the first older one (events are in the
-        order they were appended).
+        that time on (to the microsecond, and ignored when 0, as ADK's database service does).
+        While the session's events are in order (`_in_order`), the newest are read alone,
+        walking back from the newest to the first older one; otherwise all are read and
+        ordered.
         """
         limit = None if config is None else config.num_recent_events
         after = None if config is None else config.after_timestamp
         if limit == 0:
             window = await self.store.context_window(tid, None, 0)
             return [], window.sequence
+        if not _in_order(record):
+            return await self._ordered_events(tid, limit, after)
         if not after:
             window = await self.store.context_window(tid, None, limit)
             return [_event(item) for item in window.items], window.sequence
+        since = _instant(after)
         kept: list[Event] = []
         before: int | None = None
         sequence: int | None = None
@@ -275,12 +336,30 @@ class TurnstoreSessionService(BaseSessionService):
                 continue
             for item in reversed(window.items):
                 event = _event(item)
-                if event.timestamp < after or (limit is not None and len(kept) == limit):
+                if _instant(event.timestamp) < since or (limit is not None and len(kept) == limit):
                     return kept[::-1], sequence
                 kept.append(event)
             if window.start == 0:
                 return kept[::-1], sequence
             before = window.start
+
+    async def _ordered_events(
+        self, tid: str, limit: int | None, after: float | None
+    ) -> tuple[list[Event], int]:
+        """All the session's events read and put in `_order_key` order, then narrowed as ADK's
+        database service narrows them: from `after` on, then the newest `limit`."""
+        window = await self.store.context_window(tid, None, None)
+        keyed = [
+            (_order_key(event["timestamp"], event["id"]), event)
+            for event in map(storage.loaded, window.items)
+        ]
+        keyed.sort(key=lambda pair: pair[0])  # event ids are unique in a session: no ties
+        if after:
+            since = _instant(after)
+            keyed = [pair for pair in keyed if pair[0][0] >= since]
+        if limit is not None:
+            keyed = keyed[-limit:]  # `limit` is at least 1: 0 was answered before the read
+        return [Event.model_validate(event) for _, event in keyed], window.sequence
 
     async def _merged(
         self,
@@ -412,7 +491,7 @@ class TurnstoreSessionService(BaseSessionService):
         _check_current(stored, session, incarnation, expected)
         if known is not None:
             raise AlreadyExistsError(f"Event {event.id} already exists in session {session.id}.")
-        record = _next_record(stored, deltas["session"], event.timestamp, expected + 1)
+        record = _next_record(stored, deltas["session"], event, expected + 1)
         # The event's id, with the sequence that stored it: a re-delivery is refused above.
         writes: list[Any] = [
             (tid, SESSION_KEY, record),
@@ -446,14 +525,17 @@ class TurnstoreSessionService(BaseSessionService):
         marker = session._storage_update_marker
         if marker is not None:
             return _read_marker(marker)
-        window = await self.store.context_window(tid, None, 1)
-        if window.sequence == 0:
+        # The newest in the order `get_session` returns events, so a session built from a
+        # read one (whose events are in that order) is current.
+        read = await self._read(tid, GetSessionConfig(num_recent_events=1))
+        if read is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        stored = storage.loaded(window.items[-1]).get("id") if window.items else None
+        _, newest, sequence = read
+        stored = newest[-1].id if newest else None
         mine = session.events[-1].id if session.events else None
         if stored != mine:
             raise StaleSessionError(STALE)
-        return None, window.sequence
+        return None, sequence
 
 
 class SessionsPage(ListSessionsResponse):
