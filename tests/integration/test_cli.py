@@ -33,6 +33,7 @@ from turnstore import (
     SessionPageRequest,
 )
 from turnstore.cli import main
+from turnstore.cli.common import PIPED_MOST
 from turnstore.cli.demo import run_demo
 from turnstore.events import (
     ExecApprovalRequestEvent,
@@ -217,13 +218,29 @@ def test_demo_prints_every_section(tmp_path: Path) -> None:
     assert path.is_file()
 
 
-def test_demo_output_fits_80_plain_columns(tmp_path: Path) -> None:
-    """demo output has no colour codes off a terminal and fits 80 columns (bar the path)."""
+def test_demo_output_fits_80_plain_columns_but_a_piped_table_keeps_whole_values(
+    tmp_path: Path,
+) -> None:
+    """demo output has no colour codes off a terminal and its prose fits 80 columns (bar the
+    path); a table's row is as wide as its values, never cut, with no trailing blanks."""
     path = tmp_path / "demo.sqlite3"
     result = run("demo", "--path", path)
     assert "\x1b[" not in result.stdout
-    wide = [line for line in result.stdout.splitlines() if len(line) > 80]
-    assert all(str(path) in line for line in wide), wide
+    lines = result.stdout.splitlines()
+    # The catalog: its header, its rule, and a row per session, named first.
+    start = lines.index(next(line for line in lines if line.startswith("session ")))
+    table = lines[start : start + 2 + len(DEMO_SESSIONS)]
+    assert set(table[1]) == {"─"}
+    rows = table[2:]
+    assert {row.split()[0] for row in rows} == DEMO_SESSIONS
+    assert all(line == line.rstrip() for line in table)
+    # Prose wraps at 80; only a table's rows (columns apart by blanks) and rules are wider.
+    wide = [line for line in lines if len(line) > 80 and str(path) not in line]
+    assert all("   " in line.strip() or set(line) == {"─"} for line in wide), wide
+    with turnstore.open_blocking(path) as store:
+        page = store.list_sessions_page(SessionPageRequest(limit=10))
+        firsts = [summary.first_user_message or "" for summary in page.sessions]
+    assert all(any(first in row for row in rows) for first in firsts), "a first message was cut"
 
 
 def test_demo_file_holds_the_session_its_fork_and_the_crashed_one(demo_file: Path) -> None:
@@ -633,12 +650,13 @@ def test_control_characters_are_escaped_in_tables_and_exact_in_json(
 
 
 def test_a_50_mb_value_is_cut_in_the_table(store_url: str) -> None:
-    """sessions show of a 50 MB transcript item prints a short line, not the value."""
+    """sessions show of a 50 MB transcript item prints a bounded line, not the value: piped,
+    each value is cut at `PIPED_MOST` characters."""
     huge = "x" * (50 * 1024 * 1024)
     save_session(store_url, "big", "big", [{"role": "user", "content": huge}])
     result = run("sessions", "show", store_url, "big")
     assert result.exit_code == 0, result.output
-    assert len(result.stdout) < 20_000
+    assert len(result.stdout) < 5 * PIPED_MOST
     assert "xxx…" in result.stdout
 
 

@@ -372,6 +372,28 @@ def test_sweep_reclaims_an_uncommitted_attachment(cli: Cli, store_url: str, tmp_
     assert not written.exists()
 
 
+def test_a_piped_catalog_keeps_ids_and_messages_a_terminal_would_cut(tmp_path: Path) -> None:
+    """`sessions list > file` keeps a 150-character id and a 300-character first message
+    whole; on a terminal both are cut to its width."""
+    url = str(tmp_path / "long.sqlite3")
+    long_id = "tenant-" + "a" * 143
+    message = "where " + "is the lighthouse " * 16 + "keeper"
+    with turnstore.open_blocking(url) as store:
+        store.save(Checkpoint(session_id=long_id, sequence=1, first_user_message=message))
+    piped = subprocess.run(
+        [sys.executable, "-m", "turnstore.cli", "sessions", "list", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert long_id in piped
+    assert message in piped
+    code, shown = on_terminal("sessions", "list", url)
+    assert code == 0
+    assert long_id not in shown
+    assert "…" in shown
+
+
 # --- migrate, doctor, stats ------------------------------------------------------------------
 
 

@@ -255,8 +255,23 @@ def escape_text(text: str) -> str:
     return text.translate(_CONTROL)
 
 
+PIPED_MOST = 10_000
+"""The most characters of one value printed when output goes to a file or a pipe, where a
+terminal's cuts would make ids unusable; `--json` holds every value whole."""
+
+
+def on_terminal(stderr: bool = False) -> bool:
+    """Whether the command's output (or its error stream, where progress bars are drawn) is
+    a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    return stream.isatty()
+
+
 def cut(text: str, most: int = 200) -> str:
-    """`text` escaped and cut to `most` characters with an ellipsis; full values are in --json."""
+    """`text` escaped and cut to `most` characters with an ellipsis on a terminal (to
+    `PIPED_MOST` off one); full values are in --json."""
+    if not on_terminal():
+        most = max(most, PIPED_MOST)
     # Cut before escaping too: escaping a 50 MB value only to drop all but a line is slow.
     head = text[: most + 1]
     shown = escape_text(head)
@@ -272,11 +287,6 @@ def confirm(action: str, *, yes: bool) -> None:
     if not sys.stdin.isatty():
         raise click.UsageError(f"{action}: pass --yes to confirm (no terminal to ask on)")
     click.confirm(f"{action}?", abort=True, err=True)
-
-
-def on_terminal() -> bool:
-    """Whether standard error is a terminal, where progress bars are drawn."""
-    return sys.stderr.isatty()
 
 
 _DURATION = re.compile(r"(\d+)([smhdw])")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,11 +39,30 @@ VIEWER_URL = "http://127.0.0.1:8765/"
 """Where `turnstore serve` answers by default."""
 
 
+PIPED_WIDTH = 100_000
+"""The width a table is laid out in off a terminal: wide enough that no cell is cut or
+wrapped (a table is as wide as its widest row), so what is piped can be read back whole."""
+
+
 def make_console(*, stderr: bool = False) -> Console:
-    """A console for command output; off a terminal, rich drops colour and uses 80 columns."""
+    """A console for command output; off a terminal, rich drops colour and uses 80 columns
+    for prose, while tables keep whole values (`show_table`)."""
     # Stored text may contain `[tags]` or `:names:`, and so does our own advice
     # (`pip install 'turnstore[serve]'`): nothing printed is markup, and emoji stay literal.
     return Console(highlight=False, emoji=False, markup=False, stderr=stderr)
+
+
+def show_table(console: Console, table: Table) -> None:
+    """Print a table: on a terminal, fitted to its width; off one, each value whole (to
+    `common.PIPED_MOST` characters) and no line longer than its row needs."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    # A console of its own: a print's `width` cannot exceed its console's.
+    buffer = io.StringIO()
+    Console(file=buffer, width=PIPED_WIDTH, highlight=False, emoji=False).print(table)
+    lines = buffer.getvalue().splitlines()
+    console.file.write("".join(f"{line.rstrip()}\n" for line in lines))
 
 
 def render_more(console: Console, what: str, command: str) -> None:
@@ -130,7 +150,7 @@ def render_catalog(console: Console, sessions: Sequence[SessionSummary]) -> None
             # One line per session: the message is cut, never wrapped.
             Text(cut(summary.first_user_message or ""), no_wrap=True, overflow="ellipsis"),
         )
-    console.print(table)
+    show_table(console, table)
 
 
 def render_summary(console: Console, summary: SessionSummary) -> None:
@@ -151,7 +171,7 @@ def render_summary(console: Console, summary: SessionSummary) -> None:
     ]
     if summary.waiting:
         rows.append(("waiting in", ", ".join(summary.waiting)))
-    console.print(_key_values(rows + stats_rows(summary.execution_stats, summary.measured)))
+    show_table(console, _key_values(rows + stats_rows(summary.execution_stats, summary.measured)))
 
 
 def _turns(summary: SessionSummary) -> str:
@@ -193,7 +213,7 @@ def stats_rows(stats: ExecutionStats, measured: Iterable[str] = FIGURES) -> list
 
 def render_stats(console: Console, stats: ExecutionStats) -> None:
     """Print a session's aggregate execution stats."""
-    console.print(_key_values(stats_rows(stats)))
+    show_table(console, _key_values(stats_rows(stats)))
 
 
 def render_events(console: Console, events: Sequence[JournalEvent]) -> None:
@@ -211,7 +231,7 @@ def render_events(console: Console, events: Sequence[JournalEvent]) -> None:
             Text(cut(event_kind(msg), 40)),
             Text(cut(event_detail(msg))),
         )
-    console.print(table)
+    show_table(console, table)
     if events[-1].sequence - events[0].sequence + 1 > len(events):
         console.print(
             "Missing seq numbers were compacted: the deltas of completed model steps"
@@ -247,7 +267,7 @@ def render_stream_metrics(console: Console, events: Sequence[JournalEvent]) -> N
         table.add_row(*row)
     console.print()
     console.print("Stream metrics (first/last delta: time after the model step started):")
-    console.print(table)
+    show_table(console, table)
 
 
 def render_conversation(console: Console, page: ConversationPage) -> None:
@@ -273,7 +293,7 @@ def render_conversation(console: Console, page: ConversationPage) -> None:
         if message.sequence is not None:
             at = f"{message.sequence}.{message.index + 1}"
         table.add_row(at, Text(cut(message_who(message), 40)), Text(cut(message_line(message))))
-    console.print(table)
+    show_table(console, table)
     if page.next_before is not None and page.total is not None:
         console.print(f"{page.next_before} older of {page.total} items not shown.")
 
@@ -303,7 +323,7 @@ def render_executions(console: Console, records: Sequence[ExecutionRecord]) -> N
             _count_failed(record.tool_calls, record.failed_tool_calls),
             str(record.usage.total_tokens),
         )
-    console.print(table)
+    show_table(console, table)
 
 
 def render_session(console: Console, view: SessionView, older: str | None = None) -> None:
@@ -387,12 +407,12 @@ def render_crash(console: Console, crash: CrashResult) -> None:
         ("transcript", f"{crash.transcript_items} items: turn-1's, none of the lost answer"),
         ("journal", f"{crash.journal_deltas} streamed deltas, kept as they were appended"),
     ]
-    console.print(_key_values(rows))
+    show_table(console, _key_values(rows))
 
 
 def render_key_values(console: Console, rows: Sequence[tuple[str, str]]) -> None:
     """Print a report as aligned name/value rows, values escaped and cut."""
-    console.print(_key_values(rows))
+    show_table(console, _key_values(rows))
 
 
 def render_ids(console: Console, title: str, ids: Sequence[str]) -> None:

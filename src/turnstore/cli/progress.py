@@ -24,7 +24,7 @@ ProgressCallback = Callable[[int, int], None]
 @contextmanager
 def progress_bar(description: str) -> Iterator[ProgressCallback | None]:
     """A bar counting trees on a terminal, as a callback; None (no bar) off a terminal."""
-    if not common.on_terminal():
+    if not common.on_terminal(stderr=True):
         yield None
         return
     columns = (

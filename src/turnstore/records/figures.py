@@ -1,4 +1,4 @@
-"""Internal: a session's figures (runs, model calls, tool calls, time, tokens) and which it measures.
+"""Internal: a session's figures (runs, model and tool calls, time, tokens), and which it records.
 
 A turnstore session counts its figures as it saves (`ExecutionStats`). A framework's session
 does not: its framework keeps what it measured inside the items it stores (token counts on a
