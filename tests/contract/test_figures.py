@@ -9,6 +9,8 @@ import or a damaged value.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from typing import Any
 
@@ -109,6 +111,38 @@ def test_a_rebuild_derives_the_figures_once(store_url):
         after = _summaries(store)["a"]
     assert after.execution_stats == before.execution_stats
     assert after.measured == before.measured == list(FIGURES)
+
+
+def test_an_import_keeps_the_kind_and_derives_the_figures_once(store_url, tmp_path):
+    """An export carries a session's kind (`session_kind`), so an SDK session imports as one
+    and its figures are derived from its items; an export without the kind (made before it
+    was carried) still imports, its kind named from what the session holds."""
+    items = [{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c"}]
+    with turnstore.open_blocking(store_url, index_in_background=False) as store:
+        store.append_context("o", items, kind="openai-agents")
+        before = _summaries(store)["o"]
+        exported = io.BytesIO()
+        store.upkeep.export_trees(exported, session_ids=["o"])
+    lines = exported.getvalue().splitlines()
+    assert sum(b'"session_kind":"openai-agents"' in line for line in lines) == 1
+    with turnstore.open_blocking(tmp_path / "copy.sqlite3", index_in_background=False) as copy:
+        copy.upkeep.import_trees(io.BytesIO(exported.getvalue()))
+        copied = _summaries(copy)["o"]
+    assert (copied.kind, copied.execution_stats, copied.measured) == (
+        "openai-agents",
+        before.execution_stats,
+        ["runs", "tool_calls"],
+    )
+    assert before.execution_stats == ExecutionStats(run_count=1, tool_calls=1)
+    # As an earlier build wrote it: no `session_kind`, and the tree's digest over that.
+    older = [line.replace(b',"session_kind":"openai-agents"', b"") for line in lines]
+    header = json.loads(older[1])
+    rows = older[2:-1]
+    header["digest"] = hashlib.sha256(b"".join(row + b"\n" for row in rows)).hexdigest()
+    older[1] = json.dumps(header, separators=(",", ":")).encode()
+    with turnstore.open_blocking(tmp_path / "old.sqlite3", index_in_background=False) as old:
+        old.upkeep.import_trees(io.BytesIO(b"\n".join(older) + b"\n"))
+        assert _summaries(old)["o"].kind == "items"  # an SDK session holds nothing to say so
 
 
 def test_damaged_or_foreign_counts_count_nothing_and_a_sum_past_2_64_stops_growing(store_url):

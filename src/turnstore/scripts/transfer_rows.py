@@ -69,10 +69,14 @@ SESSIONS = _table(
     "session_id:text parent_session_id:text? parent_sequence:int? latest_sequence:int"
     " latest_event_sequence:int checkpoint_state_json:json context_epoch:int context_length:int"
     " context_tail:bytes? session_context_json:json owner_id:text? execution_stats_json:json"
-    " catalog_visible:bool first_user_message:text? created_at:int updated_at:int",
+    " catalog_visible:bool first_user_message:text? created_at:int updated_at:int kind:text?",
     "session_id",
 )
-"""The catalog row of each session; a tree's rows come parent first."""
+"""The catalog row of each session; a tree's rows come parent first. Its `kind` is written
+as `session_kind` (`kind` names a line's table) and left out when NULL, as exports made
+before it was carried leave it out."""
+_RENAMED = {"kind": "session_kind"}
+"""Columns written under another name: `kind` is the line's own tag."""
 
 SESSION_TABLES: tuple[Table, ...] = (
     _table("context_chunks", "session_id:text start:int items_json:json", "start"),
@@ -186,8 +190,9 @@ TABLES: tuple[Table, ...] = (SESSIONS, *SESSION_TABLES, BLOBS)
 """Every table an export carries, in the order a tree's rows are written."""
 DERIVED_TABLES = frozenset({"search_items", "search_marks", "search_index_state"})
 """Tables an export leaves out (with SQLite's FTS5 tables, `search_fts*`): the search index,
-which an import rebuilds for what it writes. `sessions.kind` is left out too; an import names
-a session's kind from what it holds, as `reindex` does."""
+which an import rebuilds for what it writes, with the figures it derives
+(`sessions.figures_json`, not exported either). A session whose kind an export does not
+carry (one made before it did) is named from what it holds, as `reindex` does."""
 
 
 class ExportHeader(msgspec.Struct, tag_field="kind", tag="turnstore_export", kw_only=True):
@@ -213,11 +218,14 @@ class ExportEnd(msgspec.Struct, tag_field="kind", tag="end", kw_only=True):
     row_count: int
 
 
-def _field(column: Column) -> tuple[str, Any]:
+def _field(column: Column) -> tuple[str, Any] | tuple[str, Any, Any]:
     if column.kind == "json":
         # Raw keeps the stored text byte for byte; a NULL is written as `null`.
         return column.name, msgspec.Raw
     kind = _TYPES[column.kind]
+    if column.name in _RENAMED:
+        # Absent from older exports: a default, omitted when it is one, keeps their digests.
+        return column.name, kind | None, None
     return column.name, kind | None if column.nullable else kind
 
 
@@ -228,6 +236,8 @@ ROW_TYPES: dict[str, type[msgspec.Struct]] = {
         tag_field="kind",
         tag=table.name,
         forbid_unknown_fields=True,
+        rename=_RENAMED,
+        omit_defaults=True,
     )
     for table in TABLES
 }
