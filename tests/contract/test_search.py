@@ -196,6 +196,32 @@ async def test_a_snippet_marks_where_the_query_matched(store):
     assert "noon" in hit.snippet
 
 
+async def test_a_snippet_cut_from_its_text_shows_an_ellipsis_where_it_was_cut(store):
+    """Both backends mark a cut with `…`: at the start, the end, both, or neither; white
+    space at a snippet's ends is left out."""
+    words = [f"w{n}" for n in range(60)]
+    texts = [
+        " ".join([*words[:30], "beacon", *words[30:]]),
+        " ".join(["beacon", *words]),
+        " ".join([*words, "beacon"]),
+        "a short beacon text.",
+        # PostgreSQL's headline writes each HTML tag as a space.
+        "<p>" + " ".join([*words[:30], "<b>beacon</b>", *words[30:]]) + "</p>",
+        "\n  beacon between blank lines \n\n",
+    ]
+    await store.append_context("cut", [{"role": "user", "content": text} for text in texts])
+    hits = (await store.search(SearchRequest(query="beacon"))).hits
+    cut = {hit.item: (hit.snippet[:1] == "…", hit.snippet[-1:] == "…") for hit in hits}
+    assert cut == {
+        0: (True, True), 1: (False, True), 2: (True, False), 3: (False, False), 4: (True, True),
+        5: (False, False),
+    }  # fmt: skip
+    for hit in hits:
+        assert [hit.snippet[start:end] for start, end in hit.marks] == ["beacon"]
+    assert hits[0].snippet == "beacon between blank lines"
+    assert hits[2].snippet == "a short beacon text."
+
+
 @pytest.mark.parametrize(
     "query",
     [
@@ -203,12 +229,13 @@ async def test_a_snippet_marks_where_the_query_matched(store):
         "   ",
         '"unclosed phrase',
         "-- ;;",
+        '²* ❺ "½"*',
         "x" * (MAX_QUERY_CHARS + 1),
         " ".join(["word"] * (MAX_TERMS + 1)),
         "nul\x00byte",
         'NEAR(a b) OR "c"',  # engine syntax reads as plain words, not as an error
     ],
-    ids=["empty", "blank", "unclosed", "punctuation", "long", "terms", "nul", "syntax"],
+    ids=["empty", "blank", "unclosed", "punctuation", "no-digit", "long", "terms", "nul", "syntax"],
 )
 async def test_bad_queries_are_invalid_input(store, query):
     """A query the store cannot read is `InvalidInput`; engine syntax is only words."""
@@ -285,7 +312,8 @@ def test_an_import_is_indexed_and_a_replacing_import_leaves_no_stale_text(store_
         assert _ids(target.search(SearchRequest(query="ferry"))) == [("openai", None, 0)]
         assert _ids(target.search(SearchRequest(query="stale"))) == []
         assert _ids(target.search(SearchRequest(query="tickets"))) == []
-        assert target.session_summary("openai").kind == "items"
+        # The export carries the kind (`session_kind`).
+        assert target.session_summary("openai").kind == "openai-agents"
 
 
 def test_the_sqlite_newest_first_plan_walks_the_text_index_in_order(tmp_path):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import re
+import shlex
 from datetime import UTC, datetime
 
 import click
@@ -14,6 +17,7 @@ from turnstore.cli.common import (
     URL_ARGUMENT,
     StoreCommand,
     again,
+    cut,
     echo_json,
     echo_ndjson,
     escape_text,
@@ -21,8 +25,10 @@ from turnstore.cli.common import (
 )
 from turnstore.cli.progress import progress_bar
 from turnstore.records import SearchHit, SearchPage, SearchRequest
+from turnstore.records.kinds import kinds
 
 _WHEN = click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"])
+_SPACES = re.compile(r"\s+")
 
 
 def _ms(moment: datetime | None) -> int | None:
@@ -34,7 +40,51 @@ def _ms(moment: datetime | None) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-@click.command(cls=StoreCommand)
+class SearchCommand(StoreCommand):
+    """`search`, whose query may start with `-`: `turnstore search DB -1` searches for -1.
+
+    A word that starts with one `-` and is not an option (search has no short option but
+    `-h`) is the query, so it is moved behind `--`, where click reads it as an argument. A
+    query that starts with `--` still needs `--` before it; an unknown option says so.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Read a query that starts with one `-` as the query, not as an option."""
+        try:
+            return super().parse_args(ctx, _dashed_query_last(self, ctx, args))
+        except click.NoSuchOption as error:
+            if error.possibilities:  # a misspelt option, which click names
+                raise
+            hint = (
+                f"{error.message} (a query that starts with -- goes after --:"
+                f" {ctx.command_path} URL -- {shlex.quote(error.option_name)})"
+            )
+            raise click.NoSuchOption(error.option_name, hint, ctx=ctx) from None
+
+
+def _dashed_query_last(command: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
+    """`args` with a positional word that starts with one `-` moved behind a `--`."""
+    options = {name for param in command.params for name in param.opts + param.secondary_opts}
+    options.update(ctx.help_option_names)
+    valued = {
+        name
+        for param in command.params
+        if isinstance(param, click.Option) and not param.is_flag
+        for name in param.opts
+    }
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            break
+        if len(arg) > 1 and arg[0] == "-" and arg[1] != "-" and arg not in options:
+            return [*args[:index], *args[index + 1 :], "--", arg]
+        # `--owner X` spends the next word, which may itself start with `-`.
+        index += 2 if arg in valued else 1
+    return args
+
+
+@click.command(cls=SearchCommand)
 @URL_ARGUMENT
 @click.argument("query")
 @click.option("--owner", metavar="ID", help="Only sessions owned by this owner id.")
@@ -69,9 +119,10 @@ def search(
     URL is the store (a SQLite path, sqlite:///path or postgresql://..., or TURNSTORE_URL).
     QUERY is words and "quoted phrases", all of which must match; end a word with * to
     match it as a prefix (light* finds lighthouse). Case and, on SQLite, accents do not
-    matter. Message text, tool names, tool arguments and tool results are searched; ids,
-    roles, state and internal records are not. --json prints one hit per line and a last
-    line {"next": CURSOR} when more hits exist.
+    matter; punctuation separates words. A query may start with one - (-1); one that starts
+    with -- goes after --. Message text, tool names, tool arguments and tool results are
+    searched; ids, roles, state and internal records are not. --json prints one hit per line,
+    then always a last line {"next": CURSOR}, CURSOR null on the last page.
     """
     request = SearchRequest(
         query=query,
@@ -89,9 +140,9 @@ def search(
         echo_ndjson([*(hit.to_builtins() for hit in page.hits), {"next": page.next_cursor}])
         return
     console = output.make_console()
-    console.print(_table(page))
+    console.print(_table(page, kind))
     if page.next_cursor is not None:
-        words: list[object] = [query]
+        words: list[object] = []
         for flag, value in (("--owner", owner), ("--kind", kind)):
             if value is not None:
                 words += [flag, value]
@@ -101,6 +152,7 @@ def search(
         if best:
             words.append("--best")
         words += ["--limit", limit, "--after", page.next_cursor]
+        words = [*words, "--", query] if query.startswith("-") else [query, *words]
         output.render_more(console, "More hits exist. Next page:", again("search", url, *words))
 
 
@@ -112,20 +164,42 @@ def place(hit: SearchHit) -> str:
 
 
 def _snippet(hit: SearchHit) -> Text:
-    """The snippet with its matches in bold, control characters escaped."""
+    """The snippet with its matches in bold, on one line: line breaks and tabs as spaces,
+    other control characters escaped."""
     shown = Text()
     at = 0
     for start, end in hit.marks:
-        shown.append(escape_text(hit.snippet[at:start]))
-        shown.append(escape_text(hit.snippet[start:end]), style="bold yellow")
+        shown.append(_flat(hit.snippet[at:start]))
+        shown.append(_flat(hit.snippet[start:end]), style="bold yellow")
         at = end
-    shown.append(escape_text(hit.snippet[at:]))
+    shown.append(_flat(hit.snippet[at:]))
     return shown
 
 
-def _table(page: SearchPage) -> Table | Text:
-    if not page.hits:
+def _flat(text: str) -> str:
+    # An item's strings are indexed one per line, and a message has lines of its own: a
+    # table cell reads them as one run of text, as a search result page does.
+    return escape_text(_SPACES.sub(" ", text))
+
+
+def _no_hits(kind: str | None) -> Text:
+    """What an empty page says; with a kind no module declares, the kinds that are."""
+    known = [declared.name for declared in kinds()]
+    if kind is None or kind in known:
         return Text("No item matches.")
+    # Any name given to append_context is a kind too, so an unknown one is no error; but
+    # it is most often a misspelt one, whose empty page would otherwise look like an answer.
+    close = difflib.get_close_matches(kind.lower(), known, n=1)
+    guess = f" Did you mean {close[0]}?" if close else ""
+    return Text(
+        f"No item matches. No integration writes sessions of kind {cut(kind, 64)!r}.{guess}"
+        f" The kinds are {', '.join(known)}, and any kind given to append_context(kind=...)."
+    )
+
+
+def _table(page: SearchPage, kind: str | None = None) -> Table | Text:
+    if not page.hits:
+        return _no_hits(kind)
     table = Table(show_lines=False)
     for name in ("written", "session", "kind", "owner", "place", "match"):
         table.add_column(name, overflow="fold")

@@ -6,12 +6,16 @@ tool results, in the shapes of the OpenAI Responses and chat APIs, ADK events an
 
 A query is words and "quoted phrases", every one of which must match; a word or phrase that
 ends in `*` matches as a prefix. The query is parsed here and handed to the database as
-quoted terms, so no text a user types is read as the engine's own query syntax.
+quoted terms, so no text a user types is read as the engine's own query syntax. Both backends
+get the same terms: one is kept only if it holds a letter or digit (`is_word_char`), which
+both backends' tokenizers read as part of a word; a term one of them still finds no word in
+(PostgreSQL's HTML tags) drops out there, as an empty phrase does in FTS5.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -74,8 +78,9 @@ MAX_LIMIT = 100
 """The most hits one page holds."""
 MARK_START, MARK_END = "\ue000", "\ue001"
 """Private-use characters that mark a match in a snippet as the database returns it."""
+WORD_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl"})
+"""The Unicode categories of a word character: letters, decimal digits and letter numbers."""
 _DEPTH = 16
-_WORD = re.compile(r"[^\W_]")
 _UNMARKED = str.maketrans({MARK_START: None, MARK_END: None, "\x00": "\ufffd"})
 
 
@@ -157,16 +162,33 @@ def parse_query(query: object) -> tuple[Term, ...]:
             body, at = query[at:end], end
             prefix = body.endswith("*")
             body = body.rstrip("*")
-        if not _WORD.search(body):
-            raise InvalidInput(
-                f"search term {body!r} has no letter or digit: search for words, not punctuation"
-            )
-        terms.append(Term(" ".join(body.split()), prefix))
+        # Punctuation and symbols separate words within a term; a term of nothing else is
+        # all separator, which no backend can match, so it is dropped, as a separator is.
+        if has_word(body):
+            terms.append(Term(" ".join(body.split()), prefix))
     if not terms:
-        raise InvalidInput("search query is empty")
+        if is_blank(query):
+            raise InvalidInput("search query is empty")
+        raise InvalidInput(
+            "search query has no word to search for: it holds no letter or digit (punctuation,"
+            " symbols, superscripts and fractions only separate words)"
+        )
     if len(terms) > MAX_TERMS:
         raise InvalidInput(f"search query has more than {MAX_TERMS} words and phrases")
     return tuple(terms)
+
+
+def is_word_char(char: str) -> bool:
+    """Whether `char` is a letter or digit, which every backend's index reads as a word's."""
+    # Narrower than `str.isalnum`: superscripts, fractions and circled numbers (`²`, `½`,
+    # `❺`) are digits to Python and to SQLite but separators to PostgreSQL's parser, where a
+    # term of them alone turned into a tsquery of nothing.
+    return unicodedata.category(char) in WORD_CATEGORIES
+
+
+def has_word(text: str) -> bool:
+    """Whether `text` holds a word character (`is_word_char`)."""
+    return any(map(is_word_char, text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +274,20 @@ def next_cursor(query: SearchQuery, last_item: int) -> str:
 
 
 def marked(snippet: str) -> tuple[str, list[tuple[int, int]]]:
-    """A snippet as the database marked it: its plain text and the (start, end) of each mark."""
+    """A snippet as the database marked it: its plain text, without white space at its ends,
+    and the (start, end) of each mark."""
+    text, marks = _unmarked(snippet)
+    # PostgreSQL's headline writes an HTML tag as a space, and an item's text may begin or
+    # end with lines of nothing: neither backend's snippet shows either.
+    trimmed = text.strip()
+    if trimmed == text:
+        return text, marks
+    lead = len(text) - len(text.lstrip())
+    inside = [(max(a - lead, 0), min(b - lead, len(trimmed))) for a, b in marks]
+    return trimmed, [(a, b) for a, b in inside if b > a]
+
+
+def _unmarked(snippet: str) -> tuple[str, list[tuple[int, int]]]:
     plain: list[str] = []
     marks: list[tuple[int, int]] = []
     length = 0

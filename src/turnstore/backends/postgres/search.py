@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from turnstore.engine.protocol import Query, Statements, Tx
 from turnstore.records.search import HitRow
-from turnstore.rules.search import SearchQuery
+from turnstore.rules.search import MARK_END, MARK_START, SearchQuery
 
 WALK_ITEMS = 4_096
 """Newest first: how many of the newest items a search tests one by one before it reads the
@@ -24,9 +24,30 @@ _FILTERS = (
     " AND i.written_at_ms >= ? AND i.written_at_ms < ? AND i.item_id < ?"
 )
 _HIT = "i.item_id, i.session_id, s.kind, s.owner_id, i.sequence, i.item, i.written_at_ms"
-_HEADLINE = (
-    "'StartSel=\ue000, StopSel=\ue001, MaxWords=24, MinWords=8, MaxFragments=1,"
-    ' FragmentDelimiter="…"\''
+# A prefix term: the phrase as the index's parser reads it, its last word marked `:*`.
+_PREFIX = "(COALESCE(NULLIF(phraseto_tsquery('simple', ?)::text, '') || ':*', '')::tsquery)"
+_HOLDS_WORD = "length(to_tsvector('simple', {})) > 0"
+# One run of words around the first match, as FTS5's snippet shows: fragment mode
+# (`MaxFragments`) left out the text's last word, and `ShortWord` would drop short words at
+# the run's ends, which FTS5 keeps.
+_HEADLINE = f"'StartSel={MARK_START}, StopSel={MARK_END}, MaxWords=24, MinWords=20, ShortWord=0'"
+# A headline is a run of the text; FTS5's snippet says with `…` where it cut the text, and
+# so does this one: where the text before or after the run holds a word, as the index's own
+# parser reads it. The run is found in the text verbatim, but for the HTML tags the
+# headline writes as one space each: where the run is not found, it is found with every
+# `<…>` of both read as a space; failing that (`at` 0), it is shown as it is.
+_SHOWN = (
+    f"CASE WHEN found.at > 1 AND {_HOLDS_WORD.format('left(found.whole, found.at - 1)')}"
+    " THEN '…' ELSE '' END || shown.headline || CASE WHEN found.at > 0 AND"
+    f" {_HOLDS_WORD.format('substr(found.whole, found.at + length(found.run))')}"
+    " THEN '…' ELSE '' END"
+)
+_UNTAGGED = "regexp_replace({}, '<[^<>]*>', ' ', 'g')"
+_FOUND = (
+    "LATERAL (SELECT whole, run, strpos(whole, run) AS at FROM (SELECT hits.body AS whole,"
+    " shown.plain AS run WHERE strpos(hits.body, shown.plain) > 0"
+    f" UNION ALL SELECT {_UNTAGGED.format('hits.body')}, {_UNTAGGED.format('shown.plain')}"
+    " WHERE strpos(hits.body, shown.plain) = 0) AS unmarked) AS found"
 )
 
 
@@ -38,11 +59,13 @@ class TsvectorSql(Statements):
 
 def _tsquery(query: SearchQuery) -> tuple[str, list[str]]:
     """The terms as one tsquery expression, parsed by the index's own parser."""
-    parts = []
-    for term in query.terms:
-        phrase = "phraseto_tsquery('simple', ?)"
-        # The phrase's text with `:*` after its last word: that word matches as a prefix.
-        parts.append(f"to_tsquery('simple', {phrase}::text || ':*')" if term.prefix else phrase)
+    # The phrase's tsquery text is read back by the cast, not by `to_tsquery`, which would
+    # parse its lexemes again (`'foo-bar'` into three). A term in which the parser finds no
+    # word (an HTML tag, a letter this database's locale does not know) is an empty tsquery,
+    # never `:*` of nothing, which is a syntax error: an empty term drops out of `&&`, as an
+    # empty phrase does in FTS5, and a query of nothing else matches nothing.
+    phrase = "phraseto_tsquery('simple', ?)"
+    parts = [_PREFIX if term.prefix else phrase for term in query.terms]
     return " && ".join(parts), [term.text for term in query.terms]
 
 
@@ -60,8 +83,11 @@ def _sql(query: SearchQuery, expression: str, walk: bool) -> str:
         f" WHERE i.body_vector @@ ({expression}){_FILTERS} AND i.item_id > ?"
         f" ORDER BY {order} DESC, i.item_id DESC LIMIT ? OFFSET ?)"
         " SELECT item_id, session_id, kind, owner_id, sequence, item, written_at_ms,"
-        f" ts_headline('simple', hits.body, {expression}, {_HEADLINE})"
-        " FROM hits ORDER BY rank DESC, item_id DESC"
+        f" {_SHOWN} FROM hits, LATERAL (SELECT headline,"
+        f" translate(headline, '{MARK_START}{MARK_END}', '') AS plain FROM ts_headline('simple',"
+        f" hits.body, {expression}, {_HEADLINE}) AS headline) AS shown,"
+        f" {_FOUND}"
+        " ORDER BY rank DESC, item_id DESC"
     )
 
 
