@@ -46,6 +46,24 @@ TOKEN_ENV = "TURNSTORE_TOKEN"
     "loopback names and addresses are answered otherwise.",
 )
 @click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Close a connection whose request head is not complete this long after its first "
+    "byte (a new connection: after connecting).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    metavar="N",
+    help="Connections open at once (fewer if the descriptor limit says so); at the cap a new "
+    "one closes the one waiting longest for a request, or gets a 503 if all are serving.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS),
     default="info",
@@ -59,6 +77,8 @@ def serve(
     token: str | None,
     owner: str | None,
     allowed_hosts: tuple[str, ...],
+    header_timeout: float,
+    max_connections: int,
     log_level: str,
 ) -> None:
     """Serve a read-only HTTP API, live tail and web viewer of the store at URL.
@@ -72,6 +92,7 @@ def serve(
         import uvicorn
 
         from turnstore.server import ServeSettings, create_app
+        from turnstore.server.connections import fit_to_descriptors, guarded_http
         from turnstore.server.settings import is_loopback
     except ImportError as error:
         raise click.ClickException(
@@ -92,12 +113,27 @@ def serve(
         listener = _listen(host, port)
         # The app closes the store as it shuts down: uvicorn ends a SIGTERM-ed process
         # by raising the signal again once it has stopped, so code after it never runs.
-        settings = ServeSettings(token=token, owner_id=owner, allowed_hosts=allowed_hosts)
+        settings = ServeSettings(
+            token=token,
+            owner_id=owner,
+            allowed_hosts=allowed_hosts,
+            header_timeout_seconds=header_timeout,
+            max_connections=max_connections,
+        )
         app = create_app(store, settings, close_store=True)
+        descriptors = _descriptor_limit()
+        cap, backlog = fit_to_descriptors(max_connections, descriptors)
         shown = f"[{host}]" if ":" in host else host
         bound = listener.getsockname()[1]
         click.echo(f"Serving {display_url(url)} on http://{shown}:{bound}/ (read-only)", err=True)
-        _run(uvicorn, app, listener, log_level)
+        if cap < max_connections:
+            click.echo(
+                f"At most {cap} connections at once: the limit of {descriptors} open files "
+                "allows no more (raise it with `ulimit -n`)",
+                err=True,
+            )
+        http = guarded_http(header_timeout, cap)
+        _run(uvicorn, app, listener, log_level, http, backlog)
     finally:
         # Closing twice is nothing; this close is for a server that never started.
         asyncio.run(store.close())
@@ -125,11 +161,42 @@ def _listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _run(uvicorn: Any, app: Any, listener: socket.socket, log_level: str) -> None:
-    """Serve `app` on `listener` until interrupted."""
+def _descriptor_limit() -> int | None:
+    """The open-file limit, its soft value first raised to the hard one; None if there is none.
+
+    Each connection costs a descriptor, and the soft limit is often far below the hard one
+    (256 on macOS, 1,024 on many Linux systems); Go programs raise it the same way at start.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to read
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # macOS takes no infinite open-file limit; 10,240 is its OPEN_MAX.
+    wanted = 10240 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _run(
+    uvicorn: Any, app: Any, listener: socket.socket, log_level: str, http: type, backlog: int
+) -> None:
+    """Serve `app` on `listener` with the `http` protocol class until interrupted."""
     config = uvicorn.Config(
         app,
         log_level=log_level,
+        # Our guard on uvicorn's h11 protocol: a deadline on request heads and a cap on
+        # connections (server/connections.py), and a backlog that cannot outrun the cap.
+        http=http,
+        backlog=backlog,
+        # The app has no WebSocket route, and an upgraded connection would leave the guard's
+        # count without saying so.
+        ws="none",
         # A tail stays open until its client leaves: give open streams a second, then close.
         timeout_graceful_shutdown=1,
         proxy_headers=False,

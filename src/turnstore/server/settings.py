@@ -11,7 +11,7 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 
 
 class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """A server's settings: bearer token, owner scope, page caps and the SQLite poll."""
+    """A server's settings: bearer token, owner scope, page caps, the SQLite poll, slow clients."""
 
     token: str | None = None
     owner_id: str | None = None
@@ -24,6 +24,12 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_fork_tree: int = 1000
     stream_batch: int = 100
     keepalive_seconds: float = 15.0
+    header_timeout_seconds: float = 10.0
+    """Under `turnstore serve`: seconds a request head may take from its first byte (a new
+    connection's: from connecting) before the connection is closed."""
+    max_connections: int = 1000
+    """Under `turnstore serve`: connections open at once; at the cap a new one closes the one
+    waiting longest for a request, or is refused with 503 when every one is serving."""
 
 
 def is_loopback(host: str) -> bool:
