@@ -36,6 +36,7 @@ import turnstore
 from bench.workload import SEED, make_turn
 from turnstore import Checkpoint, SessionContext
 from turnstore.records import SearchRequest
+from turnstore.rules.search_text import index_text
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 ROUNDS = 3
@@ -213,6 +214,16 @@ def _rows(sessions: int) -> Iterator[tuple[str, int, str]]:
             number += 1
 
 
+def _chunks(sessions: int) -> Iterator[tuple[str, int, str]]:
+    """(session id, 0, items JSON) of each loaded session's one context chunk: its items as
+    the store keeps them, where a hit's snippet is read from."""
+    rows = _rows(sessions)
+    for session in range(sessions):
+        texts = [next(rows)[2] for _ in range(ITEMS_PER_SESSION)]
+        items = [{"role": "user", "content": text} for text in texts]
+        yield f"sess-{session:07d}", 0, json.dumps(items, ensure_ascii=False)
+
+
 def _load_sqlite(path: Path, sessions: int) -> None:
     import sqlite3
 
@@ -227,9 +238,13 @@ def _load_sqlite(path: Path, sessions: int) -> None:
         ((f"sess-{n:07d}", f"owner-{n % 50}") for n in range(sessions)),
     )
     connection.executemany(
+        "INSERT INTO context_chunks (session_id, start, items_json) VALUES (?, ?, ?)",
+        _chunks(sessions),
+    )
+    connection.executemany(
         "INSERT INTO search_items (session_id, sequence, item, in_context, written_at_ms, body)"
         " VALUES (?, NULL, ?, 1, 0, ?)",
-        _rows(sessions),
+        ((session, item, index_text(text)) for session, item, text in _rows(sessions)),
     )
     connection.execute(
         "INSERT INTO search_fts (rowid, body) SELECT item_id, body FROM search_items"
@@ -304,11 +319,16 @@ def _load_postgres(url: str, schema: str, sessions: int) -> None:
                     )
                 )
         with connection.cursor().copy(
+            "COPY context_chunks (session_id, start, items_json) FROM STDIN"
+        ) as copy:
+            for chunk in _chunks(sessions):
+                copy.write_row(chunk)
+        with connection.cursor().copy(
             "COPY search_items (session_id, sequence, item, in_context, written_at_ms, body)"
             " FROM STDIN"
         ) as copy:
             for session, item, text in _rows(sessions):
-                copy.write_row((session, None, item, True, 0, text))
+                copy.write_row((session, None, item, True, 0, index_text(text)))
         connection.execute(
             "CREATE INDEX search_items_body_idx ON search_items USING GIN (body_vector)"
         )

@@ -27,6 +27,7 @@ from turnstore import (
 )
 from turnstore.backends.postgres import schema as postgres_schema
 from turnstore.backends.sqlite import schema as sqlite_schema
+from turnstore.errors import SearchIndexNotBuilt
 from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent, WarningEvent
 from turnstore.records import AttachmentIntent, StreamMetrics
 from turnstore.records.checkpoint import ExecutionStats
@@ -203,12 +204,16 @@ def test_a_step_left_streaming_before_schema_5_completes_from_its_stored_deltas(
 def test_framework_sessions_written_before_schema_8_show_the_figures_their_items_carry(
     backend_name, database, pg_schema, store_url
 ):
-    """Schema 8 indexes the framework sessions again, which derives their figures: model and
-    tool calls, tokens and times where the framework kept them, a thread's waiting node, and
-    which figures each kind records; a session of items records none."""
+    """Schema 8 empties the search index, and the reindex that builds it again derives the
+    framework sessions' figures: model and tool calls, tokens and times where the framework
+    kept them, a thread's waiting node, and which figures each kind records; a session of
+    items records none."""
     restore_fixture(backend_name, database, pg_schema, 7)
     with turnstore.open_blocking(store_url, index_in_background=False) as store:
-        assert store.search(SearchRequest(query="tide")).hits  # catches the index up
+        with pytest.raises(SearchIndexNotBuilt):
+            store.search(SearchRequest(query="tide"))
+        assert store.upkeep.reindex().built
+        assert store.search(SearchRequest(query="tide")).hits
         found = {
             summary.session_id: summary
             for summary in store.list_sessions_page(SessionPageRequest(limit=20)).sessions

@@ -121,25 +121,62 @@ async def test_tool_names_arguments_and_results_are_searched_and_ids_roles_and_s
 
 
 async def test_other_scripts_and_punctuation(store):
-    """Greek words match whole; Japanese without spaces matches as a token or its prefix."""
+    """Greek words match whole, accents or not; Japanese, written without spaces, is found by
+    any run of its characters, one character included."""
     await _seed(store)
     assert await _find(store, "φάρος") == [("native", 1, 3)]
     assert await _find(store, "ΕΊΝΑΙ") == [("native", 1, 3)]
+    assert await _find(store, "φαρος") == [("native", 1, 3)]
     assert await _find(store, "東京タワー") == [("openai", None, 2)]
     assert await _find(store, "東京*") == [("openai", None, 2)]
-    # A run of Japanese is one token: a word inside it is not found by itself.
-    assert await _find(store, "東京") == []
-    assert await _find(store, "タワー") == []
+    # A run of Japanese is indexed as its pairs of characters: a word inside it is found.
+    assert await _find(store, "東京") == [("openai", None, 2)]
+    assert await _find(store, "タワー") == [("openai", None, 2)]
+    assert await _find(store, "京タ") == [("openai", None, 2)]
+    assert await _find(store, "ー") == [("openai", None, 2)]
+    assert await _find(store, "京都") == []
     assert await _find(store, "don't") == [("native", 1, 3)]
     assert await _find(store, "sleeps; wake") == [("native", 1, 3)]
 
 
-async def test_a_nul_in_an_item_is_indexed_as_a_replacement_character(store, database):
-    """PostgreSQL text cannot hold NUL: the index keeps U+FFFD, the item keeps its NUL."""
+async def test_words_of_languages_written_without_spaces_are_found_with_their_place_marked(
+    store,
+):
+    """Chinese, Japanese and Korean: a word of one or two characters inside a run, a phrase
+    across scripts, full-width and halfwidth forms; the snippet marks the word itself."""
+    items = [
+        {"role": "user", "content": "東京の天気はどうですか"},
+        {"role": "assistant", "content": "明天北京有雨，记得带伞。"},
+        {"role": "user", "content": "서울 날씨는 맑습니다"},
+        {"role": "user", "content": "ｶﾞｲﾄﾞ for the ＴＯＫＹＯ tower"},
+        {"role": "user", "content": "Café au lait in 東京tower"},
+    ]
+    await store.append_context("cjk", items)
+    assert await _find(store, "天気") == [("cjk", None, 0)]
+    assert await _find(store, "天") == [("cjk", None, 1), ("cjk", None, 0)]  # 明天, 天気
+    assert await _find(store, "か") == [("cjk", None, 0)]
+    assert await _find(store, "北京") == [("cjk", None, 1)]
+    assert await _find(store, "带伞") == [("cjk", None, 1)]
+    assert await _find(store, "날씨") == [("cjk", None, 2)]
+    assert await _find(store, "ガイド tokyo") == [("cjk", None, 3)]
+    assert await _find(store, "cafe 東京tower") == [("cjk", None, 4)]
+    assert await _find(store, '"京tower"') == [("cjk", None, 4)]
+    assert await _find(store, "天京") == []
+    (hit,) = (await store.search(SearchRequest(query="天気"))).hits
+    assert hit.snippet == "東京の天気はどうですか"
+    assert [hit.snippet[a:b] for a, b in hit.marks] == ["天気"]
+    (hit,) = (await store.search(SearchRequest(query="CAFE"))).hits
+    assert [hit.snippet[a:b] for a, b in hit.marks] == ["Café"]
+
+
+async def test_a_nul_in_an_item_separates_words_in_the_index(store, database):
+    """PostgreSQL text cannot hold NUL: the index keeps the words it separates; the item keeps
+    its NUL."""
     await store.append_context("s", [{"role": "user", "content": "nul\x00inside words"}])
     (hit,) = (await store.search(SearchRequest(query="inside"))).hits
     assert hit.snippet[hit.marks[0][0] : hit.marks[0][1]] == "inside"
-    assert database.query("SELECT body FROM search_items") == [("nul\ufffdinside words",)]
+    # The index keeps words: the NUL (which PostgreSQL text cannot hold) separates two.
+    assert database.query("SELECT body FROM search_items") == [("nul inside words",)]
     assert await store.context_tail("s") == [{"role": "user", "content": "nul\x00inside words"}]
 
 

@@ -407,6 +407,11 @@ def test_migrate_lists_then_runs_the_steps(
     assert [step["version"] for step in dry["steps"]] == [4, 5, 6, 7, 8]
     table = cli("migrate", store_url)
     assert "Migrated from schema version 3 to 8" in table.stdout
+    # The steps leave the search index to build again; migrate builds it.
+    assert "Search index built: 3 sessions, 10 items indexed." in table.stdout
+    with turnstore.open_blocking(store_url, read_only=True) as store:
+        hits = store.search(turnstore.records.SearchRequest(query="question")).hits
+        assert {hit.session_id for hit in hits} == {"chat", "chat-fork"}
     assert "up to date" in cli("migrate", store_url).stdout
 
 

@@ -193,11 +193,18 @@ def sweep(url: str, root: Path, older_than: int, yes: bool, as_json: bool) -> No
 def migrate(url: str, dry_run: bool, as_json: bool) -> None:
     """Bring the database schema up to this version of turnstore.
 
-    URL is the store. --dry-run lists the steps and changes nothing.
+    URL is the store. --dry-run lists the steps and changes nothing. A step that leaves the
+    search index to build again is followed by the build, with progress on a terminal.
     """
     # Migrating creates no file, so a missing one's hint is to check the path.
     with reported(url, read_only=True):
         report = turnstore.migrate(url, dry_run=dry_run)
+    indexed = None
+    if report.steps and not dry_run:
+        # A step may leave the search index to be built again (reindex to fill): it is built
+        # now, in commits beside the store's writers, so searches work once this returns.
+        with open_store(url, existing=True) as store, progress_bar("Indexing") as advance:
+            indexed = store.upkeep.reindex(progress=advance)
     if as_json:
         echo_json(report.to_builtins())
         return
@@ -208,6 +215,11 @@ def migrate(url: str, dry_run: bool, as_json: bool) -> None:
         return
     console.print(f"{verb} from schema version {report.from_version} to {report.to_version}:")
     output.render_key_values(console, [(f"  {s.version}", s.summary) for s in report.steps])
+    if indexed is not None and indexed.items_indexed:
+        console.print(
+            f"Search index built: {indexed.sessions_total} sessions,"
+            f" {indexed.items_indexed} items indexed."
+        )
 
 
 @click.command(cls=StoreCommand)

@@ -53,7 +53,8 @@ class SearchHit(Record, kw_only=True):
 
 
 class HitRow(NamedTuple):
-    """One search hit as a database's text index reads it, its snippet still marked."""
+    """One search hit as a database's text index reads it (its snippet is cut afterwards,
+    from the item's own text)."""
 
     item_id: int
     session_id: str
@@ -62,7 +63,6 @@ class HitRow(NamedTuple):
     sequence: int | None
     item: int
     written_at_ms: int
-    snippet: str
 
 
 class SearchPage(Record, kw_only=True):

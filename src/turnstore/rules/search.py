@@ -6,16 +6,16 @@ tool results, in the shapes of the OpenAI Responses and chat APIs, ADK events an
 
 A query is words and "quoted phrases", every one of which must match; a word or phrase that
 ends in `*` matches as a prefix. The query is parsed here and handed to the database as
-quoted terms, so no text a user types is read as the engine's own query syntax. Both backends
-get the same terms: one is kept only if it holds a letter or digit (`is_word_char`), which
-both backends' tokenizers read as part of a word; a term one of them still finds no word in
-(PostgreSQL's HTML tags) drops out there, as an empty phrase does in FTS5.
+quoted terms, so no text a user types is read as the engine's own query syntax. A term is
+kept only if it holds a letter or digit (`search_text.is_word_char`), and both backends get
+it as the index's own words (`indexed`): the index holds an item's words as `search_text`
+reads them (case folded, Latin diacritics dropped, CJK runs as pairs), never the text, so
+both find the same items; a snippet is cut from the item's own text (`search_text.snippet`).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -25,6 +25,7 @@ from turnstore.records.base import I64_MAX, I64_MIN
 from turnstore.records.kinds import Storage, kind_of
 from turnstore.records.search import SearchRequest
 from turnstore.rules.langgraph_values import OPAQUE
+from turnstore.rules.search_text import QueryWords, index_text, is_word_char, query_words
 from turnstore.rules.validation import optional_identifier
 from turnstore.rules.values import integer, is_blank, require, text, too_long
 
@@ -78,8 +79,6 @@ MAX_LIMIT = 100
 """The most hits one page holds."""
 MARK_START, MARK_END = "\ue000", "\ue001"
 """Private-use characters that mark a match in a snippet as the database returns it."""
-WORD_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl"})
-"""The Unicode categories of a word character: letters, decimal digits and letter numbers."""
 _DEPTH = 16
 _UNMARKED = str.maketrans({MARK_START: None, MARK_END: None, "\x00": "\ufffd"})
 
@@ -122,9 +121,10 @@ def _collect(value: Any, found: list[str], depth: int) -> None:
         _collect(list(value), found, depth)
 
 
-def item_texts(items: Iterable[Any]) -> list[tuple[int, str]]:
-    """(index, text) of each item that has searchable text."""
-    return [(index, found) for index, item in enumerate(items) if (found := item_text(item))]
+def index_texts(items: Iterable[Any]) -> list[tuple[int, str]]:
+    """(index, the words the index holds) of each item that has searchable words."""
+    found = ((index, index_text(item_text(item))) for index, item in enumerate(items))
+    return [(index, words) for index, words in found if words]
 
 
 class Term(NamedTuple):
@@ -178,16 +178,8 @@ def parse_query(query: object) -> tuple[Term, ...]:
     return tuple(terms)
 
 
-def is_word_char(char: str) -> bool:
-    """Whether `char` is a letter or digit, which every backend's index reads as a word's."""
-    # Narrower than `str.isalnum`: superscripts, fractions and circled numbers (`²`, `½`,
-    # `❺`) are digits to Python and to SQLite but separators to PostgreSQL's parser, where a
-    # term of them alone turned into a tsquery of nothing.
-    return unicodedata.category(char) in WORD_CATEGORIES
-
-
 def has_word(text: str) -> bool:
-    """Whether `text` holds a word character (`is_word_char`)."""
+    """Whether `text` holds a word character (`search_text.is_word_char`)."""
     return any(map(is_word_char, text))
 
 
@@ -241,7 +233,7 @@ def search_query(request: object) -> SearchQuery:
         else:
             after_item = number
     return SearchQuery(
-        terms=parse_query(given.query),
+        terms=tuple(indexed(term) for term in parse_query(given.query)),
         owner_id=optional_identifier(given.owner_id, "owner ID"),
         kind=optional_identifier(given.kind, "session kind"),
         since_ms=since,
@@ -251,6 +243,18 @@ def search_query(request: object) -> SearchQuery:
         after_item=after_item,
         offset=offset,
     )
+
+
+def indexed(term: Term) -> Term:
+    """A query's term as the index's words (`search_text`), one space apart: what both
+    backends look for, as a phrase."""
+    found = query_words(term.text, term.prefix)
+    return Term(" ".join(found.forms), found.prefix)
+
+
+def term_words(term: Term) -> QueryWords:
+    """An `indexed` term's words, as a snippet finds them."""
+    return QueryWords(tuple(term.text.split()), term.prefix)
 
 
 def _time(value: object, default: int, name: str) -> int:

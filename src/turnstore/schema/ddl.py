@@ -51,6 +51,8 @@ class DdlWords:
     """Columns a table of searchable `body` text adds for its text index, if any."""
     text_index: str
     """The text index over `search_items.body` and whatever keeps it in step with the rows."""
+    clear_text_index: str
+    """Empties `search_items` and its text index at once (not row by row)."""
 
 
 class _FlagChecks:
@@ -378,21 +380,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         SELECT 1, NOT EXISTS (SELECT 1 FROM sessions), 0;
     """,
     ),
-    # 8: framework sessions' figures. A framework's session keeps them inside its items
-    # (token counts, timestamps, tool calls), which the indexer reads anyway: what it
-    # derives is kept on the session row, apart from what saves count, so a rebuild derives
-    # it afresh. The framework sessions already indexed are indexed again, which derives
-    # theirs; until then a search catches them up first, as it does any session the
-    # indexer has not reached.
+    # 8: framework sessions' figures, and the index's own words. A framework's session keeps
+    # its figures inside its items (token counts, timestamps, tool calls), which the indexer
+    # reads anyway: what it derives is kept on the session row, apart from what saves count,
+    # so a rebuild derives it afresh. The index now holds an item's words as
+    # `rules/search_text.py` reads them (case folded, Latin diacritics dropped, CJK runs as
+    # pairs of characters) for both backends alike, not its text, so it is rebuilt: emptied
+    # here, and built again by `reindex` (which `turnstore migrate` runs, with progress),
+    # which derives the figures too.
     Migration(
-        "framework sessions' figures and LangGraph threads' waiting nodes, derived by the indexer",
+        "framework sessions' figures and LangGraph threads' waiting nodes; the search index"
+        " in words read alike on both backends, CJK included (reindex to fill)",
         """
     ALTER TABLE sessions ADD COLUMN figures_json TEXT;
-    DELETE FROM search_items WHERE session_id IN
-        (SELECT session_id FROM sessions WHERE kind IN ('langgraph', 'adk', 'openai-agents'));
-    DELETE FROM search_marks WHERE session_id IN
-        (SELECT session_id FROM sessions WHERE kind IN ('langgraph', 'adk', 'openai-agents'));
-    UPDATE search_index_state SET caught_up_to = 0;
+    {clear_text_index}
+    DELETE FROM search_marks;
+    UPDATE search_index_state SET built = NOT EXISTS (SELECT 1 FROM sessions),
+        resume_after = NULL, caught_up_to = 0;
     """,
     ),
 )

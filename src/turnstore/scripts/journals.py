@@ -186,6 +186,12 @@ class JournalSql(Statements):
         "FROM event_batches WHERE session_id = ? AND first_sequence > ?"
         " ORDER BY first_sequence LIMIT ?",
     )
+    transcript_batch = select(
+        TranscriptRow,
+        f"{_TRANSCRIPT_FROM} WHERE transcript_delta.session_id = ?"
+        " AND transcript_delta.sequence = ?",
+        **_TRANSCRIPT_COLUMNS,
+    )
     transcript_after = select(
         TranscriptRow,
         f"{_TRANSCRIPT_FROM} WHERE transcript_delta.session_id = ?"

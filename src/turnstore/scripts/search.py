@@ -29,14 +29,19 @@ from turnstore.records.kinds.items import KIND as ITEMS
 from turnstore.records.kinds.langgraph import KIND as LANGGRAPH
 from turnstore.records.kinds.turnstore import KIND as CHECKPOINT
 from turnstore.records.protocol import SessionContext
-from turnstore.records.search import ReindexProgress, SearchHit, SearchPage
+from turnstore.records.search import HitRow, ReindexProgress, SearchHit, SearchPage
+from turnstore.rules import search_text
 from turnstore.rules.pages import split_page
 from turnstore.rules.search import (
+    MARK_END,
+    MARK_START,
     SearchQuery,
-    item_texts,
+    index_texts,
+    item_text,
     marked,
     next_cursor,
     require_index_built,
+    term_words,
 )
 from turnstore.scripts import context_items, conversations
 from turnstore.scripts.journals import JournalSql
@@ -160,13 +165,13 @@ def _index_session(
             items = decode_stored(batch.items_json, list[Any], "transcript", session_id)
             rows = [
                 ItemInsert(session_id, batch.sequence, index, False, body)
-                for index, body in item_texts(items)
+                for index, body in index_texts(items)
             ]
             added += _add(tx, rows)
     if gained.start is not None:
         rows = [
             ItemInsert(session_id, None, gained.start + index, True, body)
-            for index, body in item_texts(gained.items)
+            for index, body in index_texts(gained.items)
         ]
         added += _add(tx, rows)
     _derive(tx, session_id, row, kind, mark, gained)
@@ -266,9 +271,12 @@ def search(tx: Tx, query: SearchQuery) -> SearchPage:
     state = tx.row(tx.sql(SearchSql).state)
     require_index_built(state is not None and state.built)
     rows, last = split_page(tx.dialect.text_search.hits(tx, query), query.limit)
+    words = [term_words(term) for term in query.terms]
     hits = []
     for row in rows:
-        snippet, marks = marked(row.snippet or "")
+        # The index keeps words: the snippet is cut from the item as the store keeps it.
+        shown = search_text.snippet(_source_text(tx, row), words, MARK_START, MARK_END)
+        snippet, marks = marked(shown)
         hits.append(
             SearchHit(
                 session_id=row.session_id,
@@ -283,6 +291,30 @@ def search(tx: Tx, query: SearchQuery) -> SearchPage:
         )
     cursor = None if last is None else next_cursor(query, last.item_id)
     return SearchPage(hits=hits, next_cursor=cursor)
+
+
+def _source_text(tx: Tx, row: HitRow) -> str:
+    """The searchable text of a hit's item, read from where the store keeps the item: its
+    transcript batch, its session's context, or its thread's list; "" if it is gone."""
+    item: Any = None
+    if row.sequence is not None:
+        batch = tx.row(tx.sql(JournalSql).transcript_batch, (row.session_id, row.sequence))
+        if batch is not None:
+            items = decode_stored(batch.items_json, list[Any], "transcript", row.session_id)
+            item = items[row.item] if row.item < len(items) else None
+    else:
+        kind = kind_of(row.kind)
+        found: tuple[list[Any], int] = ([], -1)
+        if kind.storage is Storage.CHANNEL and kind.channel is not None:
+            checkpoint = conversations.newest_root(tx, row.session_id)
+            if checkpoint is not None:
+                listed = conversations.list_window(tx, checkpoint, kind.channel, row.item + 1, 1)
+                found = (listed.items, listed.start)
+        else:
+            window = context_items.window(tx, row.session_id, row.item + 1, 1)
+            found = (window.items, window.start)
+        item = found[0][0] if found[0] and found[1] == row.item else None
+    return "" if item is None else item_text(item)
 
 
 # --- building the index of sessions written before it ------------------------------------------

@@ -23,6 +23,7 @@ WORDS = DdlWords(
         ",\n        body_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED"
     ),
     text_index="CREATE INDEX search_items_body_idx ON search_items USING GIN (body_vector);",
+    clear_text_index="TRUNCATE search_items;",
 )
 """PostgreSQL's words for the shared DDL."""
 

@@ -1,9 +1,10 @@
 """PostgreSQL's text index: a generated `tsvector` column of `search_items` under a GIN index.
 
-The column is computed by the insert itself, so adding text asks nothing more. A query is
-one tsquery built from quoted terms, each parsed by the index's own parser, so no text a
-user types is read as an operator; newest first walks the newest items before it reads the
-GIN index, best first ranks by `ts_rank_cd`.
+The column is computed by the insert itself from the item's words (`rules.search_text`), so
+adding text asks nothing more. A query is one tsquery built from the terms' words, each term
+parsed by the index's own parser, so no text a user types is read as an operator; newest
+first walks the newest items before it reads the GIN index, best first ranks by
+`ts_rank_cd`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable
 
 from turnstore.engine.protocol import Query, Statements, Tx
 from turnstore.records.search import HitRow
-from turnstore.rules.search import MARK_END, MARK_START, SearchQuery
+from turnstore.rules.search import SearchQuery
 
 WALK_ITEMS = 4_096
 """Newest first: how many of the newest items a search tests one by one before it reads the
@@ -26,29 +27,6 @@ _FILTERS = (
 _HIT = "i.item_id, i.session_id, s.kind, s.owner_id, i.sequence, i.item, i.written_at_ms"
 # A prefix term: the phrase as the index's parser reads it, its last word marked `:*`.
 _PREFIX = "(COALESCE(NULLIF(phraseto_tsquery('simple', ?)::text, '') || ':*', '')::tsquery)"
-_HOLDS_WORD = "length(to_tsvector('simple', {})) > 0"
-# One run of words around the first match, as FTS5's snippet shows: fragment mode
-# (`MaxFragments`) left out the text's last word, and `ShortWord` would drop short words at
-# the run's ends, which FTS5 keeps.
-_HEADLINE = f"'StartSel={MARK_START}, StopSel={MARK_END}, MaxWords=24, MinWords=20, ShortWord=0'"
-# A headline is a run of the text; FTS5's snippet says with `…` where it cut the text, and
-# so does this one: where the text before or after the run holds a word, as the index's own
-# parser reads it. The run is found in the text verbatim, but for the HTML tags the
-# headline writes as one space each: where the run is not found, it is found with every
-# `<…>` of both read as a space; failing that (`at` 0), it is shown as it is.
-_SHOWN = (
-    f"CASE WHEN found.at > 1 AND {_HOLDS_WORD.format('left(found.whole, found.at - 1)')}"
-    " THEN '…' ELSE '' END || shown.headline || CASE WHEN found.at > 0 AND"
-    f" {_HOLDS_WORD.format('substr(found.whole, found.at + length(found.run))')}"
-    " THEN '…' ELSE '' END"
-)
-_UNTAGGED = "regexp_replace({}, '<[^<>]*>', ' ', 'g')"
-_FOUND = (
-    "LATERAL (SELECT whole, run, strpos(whole, run) AS at FROM (SELECT hits.body AS whole,"
-    " shown.plain AS run WHERE strpos(hits.body, shown.plain) > 0"
-    f" UNION ALL SELECT {_UNTAGGED.format('hits.body')}, {_UNTAGGED.format('shown.plain')}"
-    " WHERE strpos(hits.body, shown.plain) = 0) AS unmarked) AS found"
-)
 
 
 class TsvectorSql(Statements):
@@ -75,19 +53,12 @@ def _sql(query: SearchQuery, expression: str, walk: bool) -> str:
     key's order). The query is written out where it is used, so its value is a constant the
     planner can weigh."""
     rank = "i.item_id" if not query.best else f"ts_rank_cd(i.body_vector, {expression})"
-    order = "rank" if walk or query.best else "i.item_id + 0"
-    # The headline re-reads each hit's text: only the page's rows get one.
+    order = rank if walk or query.best else "i.item_id + 0"
     return (
-        f"WITH hits AS (SELECT {_HIT}, i.body, {rank} AS rank FROM search_items AS i"
+        f"SELECT {_HIT} FROM search_items AS i"
         " JOIN sessions AS s ON s.session_id = i.session_id"
         f" WHERE i.body_vector @@ ({expression}){_FILTERS} AND i.item_id > ?"
-        f" ORDER BY {order} DESC, i.item_id DESC LIMIT ? OFFSET ?)"
-        " SELECT item_id, session_id, kind, owner_id, sequence, item, written_at_ms,"
-        f" {_SHOWN} FROM hits, LATERAL (SELECT headline,"
-        f" translate(headline, '{MARK_START}{MARK_END}', '') AS plain FROM ts_headline('simple',"
-        f" hits.body, {expression}, {_HEADLINE}) AS headline) AS shown,"
-        f" {_FOUND}"
-        " ORDER BY rank DESC, item_id DESC"
+        f" ORDER BY {order} DESC, i.item_id DESC LIMIT ? OFFSET ?"
     )
 
 
@@ -111,7 +82,7 @@ class TsvectorSearch:
         ranked = terms if query.best else []
 
         def page(walk: bool, below: int, above: int, count: int) -> list[HitRow]:
-            params = [*ranked, *terms, *filters, below, above, count, query.offset, *terms]
+            params = [*terms, *filters, below, above, *ranked, count, query.offset]
             return tx.rows(
                 Query(tx.dialect.format(_sql(query, expression, walk)), HitRow._make), params
             )

@@ -33,6 +33,15 @@ WORDS = DdlWords(
         INSERT INTO search_fts (rowid, body) VALUES (new.item_id, new.body);
     END;
     """,
+    # Row by row, the trigger would hand FTS5 each row's words to take out.
+    clear_text_index="""
+    DROP TRIGGER search_items_removed;
+    DELETE FROM search_items;
+    INSERT INTO search_fts (search_fts) VALUES ('delete-all');
+    CREATE TRIGGER search_items_removed AFTER DELETE ON search_items BEGIN
+        INSERT INTO search_fts (search_fts, rowid, body) VALUES ('delete', old.item_id, old.body);
+    END;
+    """,
 )
 """SQLite's words for the shared DDL."""
 

@@ -1,8 +1,8 @@
-"""SQLite's text index: an FTS5 table over `search_items`, ranked by BM25.
+"""SQLite's text index: an FTS5 table over the words of `search_items`, ranked by BM25.
 
 The rows a transaction adds go into FTS5 in one statement at its end; a trigger takes deleted
-rows out (`schema.py`). A query is FTS5's own syntax, built from quoted terms only, so no text
-a user types is read as an operator.
+rows out (`schema.py`). A query is FTS5's own syntax, built from quoted terms only (the
+index's words, `rules.search_text`), so no text a user types is read as an operator.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ _FILTERS = (
 )
 _HIT = "i.item_id, i.session_id, s.kind, s.owner_id, i.sequence, i.item, i.written_at_ms"
 _SEARCH = (
-    f"SELECT {_HIT}, snippet(search_fts, 0, char(57344), char(57345), '…', 24)"
-    " FROM search_fts JOIN search_items AS i ON i.item_id = search_fts.rowid"
+    f"SELECT {_HIT} FROM search_fts JOIN search_items AS i ON i.item_id = search_fts.rowid"
     " JOIN sessions AS s ON s.session_id = i.session_id"
     f" WHERE search_fts MATCH ?{_FILTERS}"
 )
@@ -51,7 +50,7 @@ def fts5_query(terms: tuple[Term, ...]) -> str:
 
 
 class Fts5Search:
-    """SQLite's `TextSearch`: FTS5's MATCH, `bm25` rank and `snippet`."""
+    """SQLite's `TextSearch`: FTS5's MATCH and `bm25` rank."""
 
     def adding(self, tx: Tx) -> Callable[[], None]:
         """Note the newest item now; the call returned puts every row after it into FTS5."""
