@@ -5,7 +5,7 @@ for the words it makes of a query (`query_words`), so SQLite's FTS5 and PostgreS
 `tsvector` find the same items whatever their own tokenizers would do with the text:
 
 - text is read in its compatibility form (`normal`: `ｶﾞ` is `ガ`, `ﬁ` is `fi`, `x²` is `x2`);
-- a word is a run of letters, digits and letter numbers (`WORD_CATEGORIES`), with the
+- a word is a run of letters and digits (Python's own: `str.isalnum`), with the
   combining marks that follow them (Devanagari vowel signs, Thai tone marks); it is case
   folded and loses the diacritics of the Latin, Greek and Cyrillic scripts (`café` is
   `cafe`), so a query finds it however it was accented or capitalised;
@@ -121,51 +121,67 @@ def _ranges(points: list[int]) -> str:
 
 
 @functools.cache
-def _pattern() -> re.Pattern[str]:
-    """Runs of word characters with their marks: a CJK run (group `cjk`) or a word.
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Runs of word characters with their marks, a mark, and the CJK and other parts of a
+    run.
 
-    Built once, on first use (about 20 ms), from the Unicode database of this Python (planes
-    0 and 1, and the CJK ideographs beyond them), so runs are found at the speed of `re`."""
+    A run starts with a letter or digit (`re`'s own, in C) and goes on through letters,
+    digits and combining marks; the marks are listed once, on first use (about 20 ms), from
+    the Unicode database of this Python."""
     limit = 0x20000
     categories = list(map(unicodedata.category, map(chr, range(limit))))
-    in_cjk = bytearray(limit)
-    for low, high in CJK:
-        if low < limit:
-            in_cjk[low : min(high, limit - 1) + 1] = b"\x01" * (min(high, limit - 1) + 1 - low)
-    word = [point for point, category in enumerate(categories) if category in WORD_CATEGORIES]
     mark = [point for point, category in enumerate(categories) if category in MARK_CATEGORIES]
-    mark += range(0xE0100, 0xE01F0)  # variation selectors
-    plain = _ranges([point for point in word if not in_cjk[point]])
-    beyond = f"{re.escape(chr(0x20000))}-{re.escape(chr(0x3134F))}"
-    cjk = _ranges([point for point in word if in_cjk[point]]) + beyond
-    marks = _ranges(mark)
-    return re.compile(f"(?P<cjk>[{cjk}][{cjk}{marks}]*)|[{plain}][{plain}{marks}]*")
+    # `re` tests a class of the first plane against a bitmap, one beyond it range by range.
+    near = _ranges([point for point in mark if point < 0x10000])
+    far = _ranges([*(point for point in mark if point >= 0x10000), *range(0xE0100, 0xE01F0)])
+    marks = f"[{near}]|[{far}]"
+    cjk = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in CJK)
+    runs = re.compile(f"[^\\W_](?:[^\\W_]|{marks})*")
+    # A run's parts: CJK characters with their marks, or anything else.
+    parts = re.compile(f"(?P<cjk>[{cjk}](?:[{cjk}]|{marks})*)|(?:(?![{cjk}]).)+", re.DOTALL)
+    return runs, re.compile(marks), parts
+
+
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
 def _cjk_words(text: str, start: int, end: int, last: bool) -> Iterator[Word]:
-    """A CJK run's overlapping pairs, then (with `last`) its last character alone."""
-    chars: list[tuple[int, int]] = []
-    for at in range(start, end):
-        if unicodedata.category(text[at]) in MARK_CATEGORIES and chars:
-            chars[-1] = (chars[-1][0], at + 1)  # a mark is part of its character
-        else:
-            chars.append((at, at + 1))
+    """A CJK run's overlapping pairs, then (with `last`) its last character alone. After
+    NFKC a CJK character is its own folded form: case and accents are not theirs."""
+    if _patterns()[1].search(text, start, end) is None:
+        chars = [(at, at + 1) for at in range(start, end)]
+    else:
+        chars = []
+        for at in range(start, end):
+            if unicodedata.category(text[at]) in MARK_CATEGORIES and chars:
+                chars[-1] = (chars[-1][0], at + 1)  # a mark is part of its character
+            else:
+                chars.append((at, at + 1))
     for (a, _), (_, b) in itertools.pairwise(chars):
-        yield Word(_fold(text[a:b]), a, b)
+        yield Word(text[a:b], a, b)
     if last and chars:
         a, b = chars[-1]
-        yield Word(_fold(text[a:b]), a, b)
+        yield Word(text[a:b], a, b)
+
+
+def _split(text: str, start: int, end: int) -> Iterator[tuple[int, int, bool]]:
+    """(start, end, whether CJK) of each part of a run that is all CJK or none of it; a
+    mark goes with the character before it."""
+    if text.isascii():
+        yield start, end, False
+        return
+    for part in _patterns()[2].finditer(text, start, end):
+        yield *part.span(), part.lastgroup == "cjk"
 
 
 def words(text: str, *, query: bool = False) -> list[Word]:
     """The index words of `text` (already `normal`), in order. A query's last CJK run leaves
     out its last character alone, which the text may follow with more of the run."""
+    runs = [part for run in _patterns()[0].finditer(text) for part in _split(text, *run.span())]
     found: list[Word] = []
-    runs = list(_pattern().finditer(text))
-    for number, run in enumerate(runs):
-        start, end = run.span()
-        if run.lastgroup != "cjk":
-            found.append(Word(_fold(run.group()), start, end))
+    for number, (start, end, cjk) in enumerate(runs):
+        if not cjk:
+            found.append(Word(_fold(text[start:end]), start, end))
             continue
         ends_query = query and number == len(runs) - 1
         pairs = list(_cjk_words(text, start, end, last=not ends_query))
@@ -177,7 +193,25 @@ def words(text: str, *, query: bool = False) -> list[Word]:
 
 def index_text(text: str) -> str:
     """What the index holds of an item's text: its words, one space apart."""
-    return " ".join(word.form for word in words(normal(text)))
+    if text.isascii():  # most text: its words are its runs of ASCII letters and digits
+        return " ".join(_ASCII_WORD.findall(text.lower()))
+    runs, marks, parts = _patterns()
+    found: list[str] = []
+    # As `words` reads it, run by run, without placing each word in the text.
+    for run in runs.findall(normal(text)):
+        if run.isascii():
+            found.append(run.lower())
+            continue
+        for part in parts.finditer(run):
+            piece = part.group()
+            if part.lastgroup != "cjk":
+                found.append(_fold(piece))
+            elif marks.search(piece) is None:
+                found += [piece[at : at + 2] for at in range(len(piece) - 1)]
+                found.append(piece[-1])
+            else:
+                found += (word.form for word in _cjk_words(piece, 0, len(piece), True))
+    return " ".join(found)
 
 
 class QueryWords(NamedTuple):
@@ -199,8 +233,9 @@ def query_words(term: str, prefix: bool) -> QueryWords:
 
 
 def _ends_in_cjk(term: str) -> bool:
-    runs = list(_pattern().finditer(normal(term)))
-    return bool(runs) and runs[-1].lastgroup == "cjk"
+    text = normal(term)
+    runs = [part for run in _patterns()[0].finditer(text) for part in _split(text, *run.span())]
+    return bool(runs) and runs[-1][2]
 
 
 def _matches(found: Sequence[Word], term: QueryWords, at: int) -> bool:
