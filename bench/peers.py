@@ -27,6 +27,7 @@ from turnstore import (
     SessionContext,
     SessionPageRequest,
 )
+from turnstore.rules.search import index_texts
 
 CATALOG_PAGE = 20
 """Sessions per catalog page."""
@@ -112,20 +113,23 @@ class TurnstorePeer(Peer):
         events: bool,
         backend: str = "sqlite",
         sizer: Callable[[], int] | None = None,
+        indexing: bool = True,
     ) -> None:
         self.url = url
         self.sizer = sizer
         self.events = events
         self.backend = backend
-        suffix = "+events" if events else ""
+        self.indexing = indexing
+        suffix = ("+events" if events else "") + ("" if indexing else "-noindex")
         self.name = f"turnstore{suffix}" if backend == "sqlite" else f"turnstore-pg{suffix}"
         what = "checkpoint+transcript+events+execution" if events else "checkpoint+transcript"
-        self.label = f"turnstore ({what})"
+        self.label = f"turnstore ({what})" + ("" if indexing else ", search indexer off")
         self._checkpoints: dict[str, Checkpoint] = {}
 
     async def setup(self) -> None:
-        # The save path alone: what the search indexer adds is `bench.search`'s off/on rows.
-        self.store = turnstore.open(self.url, index_in_background=False)
+        # As a user opens it: the search indexer runs in the background (a `-noindex` twin
+        # turns it off, to show what indexing costs).
+        self.store = turnstore.open(self.url, index_in_background=self.indexing)
 
     def next_checkpoint(self, session: str, turn: Turn) -> Checkpoint:
         """The session's checkpoint at the next sequence: context grown by the turn's items."""
@@ -166,13 +170,14 @@ class TurnstoreBlockingPeer(TurnstorePeer):
     write to the writer thread and back.
     """
 
-    def __init__(self, url: str, *, events: bool) -> None:
-        super().__init__(url, events=events)
-        self.name = "turnstore-blocking+events" if events else "turnstore-blocking"
+    def __init__(self, url: str, *, events: bool, indexing: bool = True) -> None:
+        super().__init__(url, events=events, indexing=indexing)
+        base = "turnstore-blocking+events" if events else "turnstore-blocking"
+        self.name = base + ("" if indexing else "-noindex")
         self.label = f"{self.label}, blocking"
 
     async def setup(self) -> None:
-        self.blocking = turnstore.open_blocking(self.url, index_in_background=False)
+        self.blocking = turnstore.open_blocking(self.url, index_in_background=self.indexing)
 
     async def save_turn(self, session: str, turn: Turn) -> None:
         checkpoint = self.next_checkpoint(session, turn)
@@ -261,6 +266,37 @@ class StdlibSqlitePeer(Peer):
 
     async def close(self) -> None:
         self.db.close()
+
+
+class StdlibFts5Peer(StdlibSqlitePeer):
+    """The indexing ceiling: the plain reference, and each item's words (as turnstore reads
+    them) into a bare FTS5 table in the same transaction."""
+
+    name = "sqlite3-plain+fts5"
+    label = "stdlib sqlite3 + bare FTS5 insert, 1 txn/turn"
+
+    async def setup(self) -> None:
+        await super().setup()
+        self.db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(body,"
+            " tokenize='unicode61 remove_diacritics 2')"
+        )
+
+    async def save_turn(self, session: str, turn: Turn) -> None:
+        start = self._lengths.get(session, 0)
+        rows = [(session, start + i, compact(item)) for i, item in enumerate(turn.items)]
+        words = [(text,) for _, text in index_texts(turn.items)]
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.executemany("INSERT INTO items VALUES (?, ?, ?)", rows)
+        self.db.executemany("INSERT INTO words (body) VALUES (?)", words)
+        self.db.execute(
+            "INSERT INTO sessions VALUES (?, 1, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+            " turns = turns + 1, state_json = excluded.state_json,"
+            " updated_at = excluded.updated_at",
+            (session, compact(turn.state), time.time()),
+        )
+        self.db.execute("COMMIT")
+        self._lengths[session] = start + len(rows)
 
 
 class DiskCeilingPeer(Peer):

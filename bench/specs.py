@@ -23,6 +23,7 @@ from bench.peers import (
     LangGraphGraphPeer,
     LangGraphPeer,
     Peer,
+    StdlibFts5Peer,
     StdlibSqlitePeer,
     TurnstoreBlockingPeer,
     TurnstorePeer,
@@ -68,11 +69,13 @@ class Places:
     def file(self, tag: str, name: str) -> Path:
         return self.directory / f"{tag}-{name}.sqlite3"
 
-    def turnstore_pg(self, tag: str, name: str, events: bool, **query: str) -> TurnstorePeer:
+    def turnstore_pg(
+        self, tag: str, name: str, events: bool, *, indexing: bool = True, **query: str
+    ) -> TurnstorePeer:
         database, schema = self._schema(tag, name)
         url = database.turnstore_url(schema, **query)
         sizer = partial(database.size, schema)
-        return TurnstorePeer(url, events=events, backend="postgres", sizer=sizer)
+        return TurnstorePeer(url, events=events, backend="postgres", sizer=sizer, indexing=indexing)
 
     def langgraph_pg(self, tag: str, name: str, peer: type[LangGraphPeer]) -> Peer:
         database, schema = self._schema(tag, name)
@@ -115,6 +118,28 @@ def peer_specs() -> list[PeerSpec]:
             "sqlite",
             (),
             lambda p, t: TurnstoreBlockingPeer(p.sqlite_url(t, "tsbe"), events=True),
+            tmpfs=True,
+        ),
+        PeerSpec(
+            "turnstore-noindex",
+            "sqlite",
+            (),
+            lambda p, t: TurnstorePeer(p.sqlite_url(t, "tsn"), events=False, indexing=False),
+            tmpfs=True,
+        ),
+        PeerSpec(
+            "turnstore+events-noindex",
+            "sqlite",
+            (),
+            lambda p, t: TurnstorePeer(p.sqlite_url(t, "tsen"), events=True, indexing=False),
+        ),
+        PeerSpec(
+            "turnstore-blocking-noindex",
+            "sqlite",
+            (),
+            lambda p, t: TurnstoreBlockingPeer(
+                p.sqlite_url(t, "tsbn"), events=False, indexing=False
+            ),
             tmpfs=True,
         ),
         *(_same_work(events, hop) for events in (False, True) for hop in (False, True)),
@@ -160,6 +185,13 @@ def peer_specs() -> list[PeerSpec]:
             tmpfs=True,
         ),
         PeerSpec(
+            "sqlite3-plain+fts5",
+            "sqlite",
+            (),
+            lambda p, t: StdlibFts5Peer(f(p, t, "plain-fts5")),
+            tmpfs=True,
+        ),
+        PeerSpec(
             "disk-ceiling",
             "disk",
             (),
@@ -171,6 +203,12 @@ def peer_specs() -> list[PeerSpec]:
             (),
             lambda p, t: p.turnstore_pg(t, "ts", False),
             True,
+        ),
+        PeerSpec(
+            "turnstore-pg-noindex",
+            "postgres",
+            (),
+            lambda p, t: p.turnstore_pg(t, "tsn", False, indexing=False),
         ),
         PeerSpec(
             "turnstore-pg+events",
