@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from turnstore.integrations._adk_order import in_order, order_key
 from turnstore.records.kinds.adk import WRAPPED
 
 KEY_ESCAPE = "adk-key:"
@@ -98,3 +99,31 @@ def event_key(event_id: str) -> str:
     """The middleware state key that records a stored event id (hashed: an id may hold NUL)."""
     digest = hashlib.sha256(event_id.encode("utf-8", "surrogatepass")).hexdigest()
     return EVENT_KEY + digest
+
+
+def next_record(
+    record: dict[str, Any], delta: dict[str, Any], at: float, event_id: str, sequence: int
+) -> dict[str, Any]:
+    """A session's record after an append of the event `event_id` written `at`: its stored
+    state with the event's delta, and whether its events are still in `order_key` order.
+
+    Changes made to `session.state` directly are not stored, as in ADK's own services.
+    """
+    own = dict(loaded(record["state"]))
+    own.update(delta)
+    key = order_key(at, event_id)
+    newest = record.get("newest")
+    still = (
+        in_order(record)
+        and isinstance(key[0], int)
+        and (newest is None or key > (newest[0], newest[1]))
+    )
+    return {
+        **record,
+        "state": stored(own, 1),
+        "last_update_time": at,
+        "sequence": sequence,
+        # Once out of order, always (no event is ever taken out): every read then orders them.
+        "in_order": still,
+        "newest": list(key) if still else None,
+    }

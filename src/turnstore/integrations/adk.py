@@ -25,13 +25,13 @@ import asyncio
 import os
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound, StorageError
 from turnstore.integrations import _adk_storage as storage
 from turnstore.integrations import requires_extra
+from turnstore.integrations._adk_order import in_order, instant, order_key
 from turnstore.records import SessionCursor, SessionPageRequest
 from turnstore.records.kinds.adk import KIND as ADK
 from turnstore.records.kinds.adk import SESSION_KEY
@@ -65,30 +65,6 @@ STALE = (
     " before appending more events."
 )
 """ADK's own message for a stale session."""
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def _instant(timestamp: float) -> int | float:
-    """An event time in whole microseconds, rounded as ADK's database service rounds it.
-
-    That service orders and filters events by a microsecond column made with
-    `datetime.fromtimestamp`, so times closer than a microsecond tie there; this rounds alike.
-    A time that `datetime` cannot hold (ADK's service cannot store it) keeps its order as a
-    float.
-    """
-    try:
-        return (datetime.fromtimestamp(timestamp, UTC) - _EPOCH) // _MICROSECOND
-    except (OverflowError, OSError, ValueError):
-        return timestamp * 1e6
-
-
-def _order_key(timestamp: float, event_id: str) -> tuple[int | float, str]:
-    """Where an event comes in a session: by time, ties broken by id, as ADK's
-    `DatabaseSessionService` orders them (its in-memory service keeps append order)."""
-    return _instant(timestamp), event_id
 
 
 def _escape(part: str) -> str:
@@ -160,43 +136,6 @@ def _check_current(
         raise SessionNotFoundError(f"Session {session.id} not found.")
     if stored["sequence"] != expected or incarnation not in (None, stored.get("incarnation", "")):
         raise StaleSessionError(STALE)
-
-
-def _in_order(record: dict[str, Any]) -> bool:
-    """Whether the session's events were appended in the order `_order_key` returns them.
-
-    `in_order` stays true while each event appended comes after the `newest` before it. A
-    record written by an earlier turnstore has none: its events are ordered on every read.
-    """
-    return record.get("in_order") is True
-
-
-def _next_record(
-    stored: dict[str, Any], delta: dict[str, Any], event: Event, sequence: int
-) -> dict[str, Any]:
-    """The session's record after an append: the stored state with the event's delta.
-
-    Changes made to `session.state` directly are not stored, as in ADK's own services.
-    """
-    own = dict(storage.loaded(stored["state"]))
-    own.update(delta)
-    state = storage.stored(own, 1)
-    key = _order_key(event.timestamp, event.id)
-    newest = stored.get("newest")
-    in_order = (
-        _in_order(stored)
-        and isinstance(key[0], int)
-        and (newest is None or key > (newest[0], newest[1]))
-    )
-    return {
-        **stored,
-        "state": state,
-        "last_update_time": event.timestamp,
-        "sequence": sequence,
-        # Once out of order, always (no event is ever taken out): every read then orders them.
-        "in_order": in_order,
-        "newest": list(key) if in_order else None,
-    }
 
 
 class TurnstoreSessionService(BaseSessionService):
@@ -305,7 +244,7 @@ class TurnstoreSessionService(BaseSessionService):
 
         `num_recent_events` keeps the newest that many; `after_timestamp` keeps events from
         that time on (to the microsecond, and ignored when 0, as ADK's database service does).
-        While the session's events are in order (`_in_order`), the newest are read alone,
+        While the session's events are in order (`in_order`), the newest are read alone,
         walking back from the newest to the first older one; otherwise all are read and
         ordered.
         """
@@ -314,12 +253,12 @@ class TurnstoreSessionService(BaseSessionService):
         if limit == 0:
             window = await self.store.context_window(tid, None, 0)
             return [], window.sequence
-        if not _in_order(record):
+        if not in_order(record):
             return await self._ordered_events(tid, limit, after)
         if not after:
             window = await self.store.context_window(tid, None, limit)
             return [_event(item) for item in window.items], window.sequence
-        since = _instant(after)
+        since = instant(after)
         kept: list[Event] = []
         before: int | None = None
         sequence: int | None = None
@@ -336,7 +275,7 @@ class TurnstoreSessionService(BaseSessionService):
                 continue
             for item in reversed(window.items):
                 event = _event(item)
-                if _instant(event.timestamp) < since or (limit is not None and len(kept) == limit):
+                if instant(event.timestamp) < since or (limit is not None and len(kept) == limit):
                     return kept[::-1], sequence
                 kept.append(event)
             if window.start == 0:
@@ -350,12 +289,12 @@ class TurnstoreSessionService(BaseSessionService):
         database service narrows them: from `after` on, then the newest `limit`."""
         window = await self.store.context_window(tid, None, None)
         keyed = [
-            (_order_key(event["timestamp"], event["id"]), event)
+            (order_key(event["timestamp"], event["id"]), event)
             for event in map(storage.loaded, window.items)
         ]
         keyed.sort(key=lambda pair: pair[0])  # event ids are unique in a session: no ties
         if after:
-            since = _instant(after)
+            since = instant(after)
             keyed = [pair for pair in keyed if pair[0][0] >= since]
         if limit is not None:
             keyed = keyed[-limit:]  # `limit` is at least 1: 0 was answered before the read
@@ -491,7 +430,9 @@ class TurnstoreSessionService(BaseSessionService):
         _check_current(stored, session, incarnation, expected)
         if known is not None:
             raise AlreadyExistsError(f"Event {event.id} already exists in session {session.id}.")
-        record = _next_record(stored, deltas["session"], event, expected + 1)
+        record = storage.next_record(
+            stored, deltas["session"], event.timestamp, event.id, expected + 1
+        )
         # The event's id, with the sequence that stored it: a re-delivery is refused above.
         writes: list[Any] = [
             (tid, SESSION_KEY, record),
