@@ -38,6 +38,7 @@ FRAMEWORK_TESTS = {
     "langgraph": (
         "test_langgraph_saver.py",
         "test_langgraph_from_conn_string.py",
+        "test_langgraph_move.py",
         "test_conversations.py",
     ),
     "agents": ("test_agents_sdk_session.py",),

@@ -15,7 +15,7 @@ import click
 
 import turnstore
 from turnstore import BlockingStore
-from turnstore.cli import operate, output, paging, views
+from turnstore.cli import moves, operate, output, paging, views
 from turnstore.cli.common import (
     DRY_RUN_OPTION,
     JSON_OPTION,
@@ -266,5 +266,5 @@ def delete_sessions(
     output.render_removed(output.make_console(), verb, doomed)
 
 
-for command in [*operate.COMMANDS, search, reindex, serve]:
+for command in [*operate.COMMANDS, *moves.COMMANDS, search, reindex, serve]:
     main.add_command(command)

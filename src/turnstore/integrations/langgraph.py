@@ -35,6 +35,7 @@ from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
 from turnstore.integrations import requires_extra
 from turnstore.integrations._opening import Opening
+from turnstore.records import SessionCursor, SessionPageRequest
 from turnstore.records.langgraph import (
     CheckpointRow,
     DeltaHistory,
@@ -328,6 +329,28 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
                 target.session_id, target.checkpoint_ns, target.checkpoint_id, channels
             )
         )
+
+    # --- what a move between savers reads (turnstore.integrations.langgraph_move) ---------
+
+    def thread_ids(self) -> Iterator[str]:
+        """Every LangGraph thread of the store, read from the catalog a page at a time."""
+        cursor: SessionCursor | None = None
+        while True:
+            request = SessionPageRequest(cursor=cursor, limit=PAGE, id_prefix=PREFIX)
+            page = self._open().blocking.list_sessions_page(request)
+            for summary in page.sessions:
+                yield summary.session_id[len(PREFIX) :]
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def task_paths(self, config: RunnableConfig) -> dict[str, str]:
+        """The `task_path` of each task with pending writes on the config's checkpoint
+        (`get_tuple` gives the writes without it)."""
+        tables = self._open().blocking.langgraph
+        target = target_of(config)
+        loaded = tables.get(target.session_id, target.checkpoint_ns, target.checkpoint_id)
+        return {} if loaded is None else {w.task_id: w.task_path for w in loaded.writes}
 
     # --- the async API: each method one call of the async face -----------------------------
 

@@ -1,0 +1,463 @@
+"""LangGraph threads moved between any two checkpointers, through LangGraph's saver API.
+
+    from turnstore.integrations.langgraph_move import copy_threads, verify_threads
+
+    report = copy_threads(SqliteSaver(conn), TurnstoreSaver("sqlite:///agent.db"))
+    assert verify_threads(source, target).difference is None
+
+The copy reads its source through `get_tuple` only and writes its target through `put` and
+`put_writes`, so it serves `SqliteSaver`, `PostgresSaver`, `InMemorySaver`, `TurnstoreSaver`
+and any other `BaseCheckpointSaver`, in either direction. A saver cannot list its threads,
+and `get_tuple` gives pending writes without their `task_path`: for the savers named here both
+are read from the saver's own tables (`SaverTables`); for any other saver the caller names the
+threads, and their writes go without a task path.
+
+One thread at a time, oldest checkpoint first (a parent before its children), every namespace:
+memory holds one thread's few recent checkpoints, never the source. A checkpoint already on
+the target is compared, not written: equal, it is skipped (its missing writes added); different,
+it is a conflict, reported and left as it is. So a run killed at any point, or run again after
+the source has grown, copies only what the target lacks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from typing import Any, NamedTuple
+
+from turnstore.errors import CorruptRecord
+from turnstore.integrations import requires_extra
+
+with requires_extra(__name__, "LangGraph", "langgraph"):
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointTuple,
+    )
+
+    from turnstore.integrations._langgraph_tables import (
+        Place,
+        SaverTables,
+        config_of,
+        place_of,
+        tables_of,
+    )
+    from turnstore.integrations.langgraph import TurnstoreSaver
+
+Progress = Callable[[int, int], None]
+"""Called after each thread: (threads done, threads in all; 0 when not known)."""
+
+RECENT = 16
+"""Checkpoints of a thread kept while copying it, to find a child's parent among them."""
+OWNER_KEYS = ("owner_id", "user_id")
+"""Metadata keys a thread's owner is taken from (LangGraph copies the config's keys there)."""
+
+
+class Problem(NamedTuple):
+    """A checkpoint the copy did not copy, and why: a conflict or an unreadable source row."""
+
+    place: Place
+    reason: str
+
+
+@dataclass
+class MoveReport:
+    """What one copy did."""
+
+    thread_count: int = 0
+    checkpoint_count: int = 0
+    """Checkpoints written to the target."""
+    present_count: int = 0
+    """Checkpoints the target already held, equal to the source's (not written again)."""
+    write_count: int = 0
+    """Pending writes written to the target."""
+    conflicts: list[Problem] = field(default_factory=list)
+    """Target checkpoints that differ from the source's: reported, never overwritten."""
+    skipped: list[Problem] = field(default_factory=list)
+    """Source checkpoints that could not be read, skipped because `skip_bad` was set."""
+    seconds: float = 0.0
+
+
+@dataclass
+class VerifyReport:
+    """What a verify compared, and the first difference it found (None: the same)."""
+
+    thread_count: int = 0
+    checkpoint_count: int = 0
+    difference: Problem | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Survey:
+    """What a copy would read: threads, checkpoints and the source's bytes (a dry run)."""
+
+    thread_count: int = 0
+    checkpoint_count: int = 0
+    source_bytes: int | None = None
+
+
+def _parent_id(item: CheckpointTuple) -> str | None:
+    return (
+        None
+        if item.parent_config is None
+        else item.parent_config["configurable"].get("checkpoint_id")
+    )
+
+
+def survey(source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None) -> Survey:
+    """What `copy_threads` would read, without reading a checkpoint (a dry run)."""
+    tables = tables_of(source, thread_ids)
+    found = Survey(source_bytes=tables.size())
+    for thread_id in tables.thread_ids():
+        found.thread_count += 1
+        found.checkpoint_count += sum(1 for _ in tables.checkpoint_ids(thread_id))
+    return found
+
+
+def copy_threads(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    *,
+    thread_ids: Sequence[str] | None = None,
+    owner_id: str | None = None,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+) -> MoveReport:
+    """Copy every checkpoint and pending write the target lacks, thread by thread.
+
+    The source is only read. `owner_id` owns the threads the copy creates in a turnstore
+    target (else each thread's metadata `owner_id` / `user_id`); `skip_bad` skips source
+    checkpoints that cannot be read (reported) instead of stopping at the first.
+    """
+    started = time.monotonic()
+    tables = tables_of(source, thread_ids)
+    total = len(thread_ids) if thread_ids is not None else 0
+    report = MoveReport()
+    for thread_id in tables.thread_ids():
+        _ThreadCopy(source, target, tables, thread_id, owner_id, skip_bad, report).run()
+        report.thread_count += 1
+        if progress is not None:
+            progress(report.thread_count, total)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+class _ThreadCopy:
+    """One thread's copy: oldest checkpoint first, each compared with the target's."""
+
+    def __init__(
+        self,
+        source: BaseCheckpointSaver[Any],
+        target: BaseCheckpointSaver[Any],
+        tables: SaverTables,
+        thread_id: str,
+        owner_id: str | None,
+        skip_bad: bool,
+        report: MoveReport,
+    ) -> None:
+        self.source, self.target, self.tables = source, target, tables
+        self.thread_id, self.owner_id, self.skip_bad = thread_id, owner_id, skip_bad
+        self.report = report
+        self.owned = not isinstance(target, TurnstoreSaver)
+        # A child's parent is nearly always among the last few checkpoints copied; keeping
+        # them lets the child share its parent's unchanged values (see `_shared_values`).
+        self.recent: OrderedDict[tuple[str, str], Checkpoint] = OrderedDict()
+
+    def run(self) -> None:
+        for ns, checkpoint_id in self.tables.checkpoint_ids(self.thread_id):
+            place = Place(self.thread_id, ns, checkpoint_id)
+            item = self._read(place)
+            if item is not None:
+                self._copy(place, item)
+
+    def _read(self, place: Place) -> CheckpointTuple | None:
+        try:
+            return self.source.get_tuple(config_of(*place))
+        except Exception as error:
+            reason = f"cannot be read: {type(error).__name__}: {error}"
+            if not self.skip_bad:
+                raise CorruptRecord(f"{place} {reason} (pass skip_bad to skip it)") from error
+            self.report.skipped.append(Problem(place, reason))
+            return None
+
+    def _copy(self, place: Place, item: CheckpointTuple) -> None:
+        existing = self.target.get_tuple(config_of(*place))
+        if existing is not None:
+            self._compare(place, item, existing)
+            return
+        parent_id = _parent_id(item)
+        parent = None if parent_id is None else self.recent.get((place.checkpoint_ns, parent_id))
+        checkpoint = _shared_values(item.checkpoint, parent)
+        config = config_of(self.thread_id, place.checkpoint_ns, parent_id)
+        config["configurable"].update(self._owner(item))
+        self.target.put(config, checkpoint, item.metadata, _new_versions(checkpoint, parent))
+        self.report.checkpoint_count += 1
+        self.report.write_count += self._put_writes(place, item.pending_writes or [])
+        self._keep(place, checkpoint)
+
+    def _owner(self, item: CheckpointTuple) -> dict[str, str]:
+        """The owner for the config of a thread's first put into turnstore (it owns the thread)."""
+        if self.owned:
+            return {}
+        self.owned = True
+        if self.owner_id is not None:
+            return {"owner_id": self.owner_id}
+        for key in OWNER_KEYS:
+            value = item.metadata.get(key)
+            if isinstance(value, str) and value:
+                # Under its own key, so the stored metadata stays as the source's.
+                return {key: value}
+        return {}
+
+    def _compare(self, place: Place, item: CheckpointTuple, existing: CheckpointTuple) -> None:
+        self.owned = True
+        difference = _difference(item, existing, writes=False)
+        if difference is None and not _same(item.pending_writes, existing.pending_writes):
+            # Writes the source took after an earlier run: put them all again (a put of a
+            # write already stored changes nothing), then compare once more.
+            self.report.write_count += self._put_writes(place, item.pending_writes or [])
+            existing = self.target.get_tuple(config_of(*place)) or existing
+            difference = _difference(item, existing, writes=True)
+        if difference is not None:
+            self.report.conflicts.append(Problem(place, difference))
+            return
+        self.report.present_count += 1
+        self._keep(place, existing.checkpoint)
+
+    def _keep(self, place: Place, checkpoint: Checkpoint) -> None:
+        self.recent[place[1:]] = checkpoint
+        if len(self.recent) > RECENT:
+            self.recent.popitem(last=False)
+
+    def _put_writes(self, place: Place, writes: Sequence[tuple[str, str, Any]]) -> int:
+        """Put a checkpoint's writes task by task, each with its task path, in the calls
+        that give each write its index again: a task's ordinary writes in one call (index
+        0, 1, …), each special write (error, interrupt, …) alone (its fixed index)."""
+        if not writes:
+            return 0
+        paths = self.tables.task_paths(place)
+        config = config_of(*place)
+        tasks: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in writes:
+            if channel in WRITES_IDX_MAP:
+                self.target.put_writes(config, [(channel, value)], task_id, paths.get(task_id, ""))
+            else:
+                tasks.setdefault(task_id, []).append((channel, value))
+        for task_id, task_writes in tasks.items():
+            self.target.put_writes(config, task_writes, task_id, paths.get(task_id, ""))
+        return len(writes)
+
+
+def _new_versions(checkpoint: Checkpoint, parent: Checkpoint | None) -> ChannelVersions:
+    """The channel versions a checkpoint introduces over its parent (all, parent unknown)."""
+    versions = checkpoint["channel_versions"]
+    if parent is None:
+        return dict(versions)
+    before = parent["channel_versions"]
+    return {channel: v for channel, v in versions.items() if before.get(channel) != v}
+
+
+def _shared_values(checkpoint: Checkpoint, parent: Checkpoint | None) -> Checkpoint:
+    """The checkpoint with its parent's objects wherever its values begin with them.
+
+    A turnstore target stores a list that extends one it stored, found by identity, as its
+    new items only; values read back from the source are new objects every time, so a list
+    whose first items equal (same type, `==`) its parent's gets the parent's objects for them.
+    Other savers store the same bytes either way.
+    """
+    if parent is None:
+        return checkpoint
+    old = parent["channel_values"]
+    versions, old_versions = checkpoint["channel_versions"], parent["channel_versions"]
+    values = dict(checkpoint["channel_values"])
+    for channel, value in values.items():
+        if channel not in old:
+            continue
+        if versions.get(channel) == old_versions.get(channel) and _equal(value, old[channel]):
+            values[channel] = old[channel]
+        elif isinstance(value, list) and isinstance(old[channel], list):
+            values[channel] = _extended(value, old[channel])
+    return {**checkpoint, "channel_values": values}
+
+
+def _extended(items: list[Any], prefix: list[Any]) -> list[Any]:
+    size = len(prefix)
+    if size == 0 or size > len(items):
+        return items
+    # The last item first: a list that was not extended is refused after one comparison.
+    if not _equal(items[size - 1], prefix[-1]):
+        return items
+    if all(_equal(a, b) for a, b in zip(items[:size], prefix, strict=True)):
+        return [*prefix, *items[size:]]
+    return items
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is type(b) and bool(a == b))
+
+
+# --- the comparison -------------------------------------------------------------------------
+
+IGNORED_METADATA = frozenset(OWNER_KEYS)
+"""Metadata keys a copy may add (the owner it recorded); a difference only when both differ."""
+
+
+def _difference(a: CheckpointTuple, b: CheckpointTuple, *, writes: bool) -> str | None:
+    """The first field in which two tuples of one checkpoint differ, or None."""
+    if _parent_id(a) != _parent_id(b):
+        return f"parent {_parent_id(a)} != {_parent_id(b)}"
+    meta_a, meta_b = dict(a.metadata), dict(b.metadata)
+    for key in IGNORED_METADATA:
+        if key not in meta_a:
+            meta_b.pop(key, None)
+    if not _same(meta_a, meta_b):
+        return f"metadata {meta_a!r} != {meta_b!r}"
+    ca: dict[str, Any] = dict(a.checkpoint)
+    cb: dict[str, Any] = dict(b.checkpoint)
+    unwritten = _unwritten_deltas(a)
+    for key in sorted(set(ca) | set(cb)):
+        if key == "channel_values":
+            for channel in sorted(set(ca[key]) | set(cb[key])):
+                if channel in unwritten and (channel not in ca[key] or channel not in cb[key]):
+                    continue
+                if not _same(ca[key].get(channel), cb[key].get(channel)):
+                    return f"channel_values[{channel!r}]"
+        elif not _same(ca.get(key), cb.get(key)):
+            return f"{key} {ca.get(key)!r} != {cb.get(key)!r}"
+    if writes and not _same(a.pending_writes or [], b.pending_writes or []):
+        return f"pending_writes {a.pending_writes!r} != {b.pending_writes!r}"
+    return None
+
+
+def _unwritten_deltas(item: CheckpointTuple) -> set[str]:
+    """Delta channels not written since their snapshot, whose value one saver gives again at
+    each later checkpoint and another omits.
+
+    `SqliteSaver` stores each checkpoint's values inline, where LangGraph leaves the snapshot
+    out after its step; `PostgresSaver` and turnstore key values by channel version, so the
+    snapshot comes back while the version stays. The version is compared, so the value is.
+    """
+    counters = item.metadata.get("counters_since_delta_snapshot") or {}
+    return {channel for channel, counts in counters.items() if counts and counts[0] == 0}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as LangGraph's records compare, with a pair and a list of the same items equal
+    (savers disagree on which a stored pair comes back as)."""
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def verify_threads(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    *,
+    thread_ids: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> VerifyReport:
+    """Read each thread back through both savers and compare them field by field.
+
+    Both listings (newest first, every namespace, pending writes included) are walked side by
+    side; then each namespace's newest checkpoint through `get_tuple`, and the delta channels'
+    history where the thread has any. Stops at the first difference, which names its place.
+    """
+    started = time.monotonic()
+    tables = tables_of(source, thread_ids)
+    total = len(thread_ids) if thread_ids is not None else 0
+    report = VerifyReport()
+    for thread_id in tables.thread_ids():
+        report.difference = _verify_thread(source, target, thread_id, report)
+        report.thread_count += 1
+        if progress is not None:
+            progress(report.thread_count, total)
+        if report.difference is not None:
+            break
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _verify_thread(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    thread_id: str,
+    report: VerifyReport,
+) -> Problem | None:
+    # Namespace by namespace: savers order one namespace's listing by id, but not all of
+    # them order a whole thread's that way (InMemorySaver lists namespace after namespace).
+    spaces = {ns for side in (source, target) for ns, _ in _thread_ids(side, thread_id)}
+    for ns in sorted(spaces):
+        listed = config_of(thread_id, ns)
+        newest = None
+        for a, b in zip_longest(source.list(listed), target.list(listed)):
+            if a is None or b is None:
+                side = "target" if a is None else "source"
+                return Problem(place_of(a or b), f"only the {side} has this checkpoint")
+            report.checkpoint_count += 1
+            if place_of(a) != place_of(b):
+                return Problem(place_of(a), f"the target lists {place_of(b)} in its place")
+            difference = _difference(a, b, writes=True)
+            if difference is not None:
+                return Problem(place_of(a), difference)
+            newest = newest or a
+        problem = None if newest is None else _verify_latest(source, target, thread_id, ns, newest)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _thread_ids(saver: BaseCheckpointSaver[Any], thread_id: str) -> Iterator[tuple[str, str]]:
+    return tables_of(saver, [thread_id]).checkpoint_ids(thread_id)
+
+
+def _verify_latest(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    thread_id: str,
+    ns: str,
+    listed: CheckpointTuple,
+) -> Problem | None:
+    """A namespace's newest checkpoint as a graph resumes from it, on both sides."""
+    config = config_of(thread_id, ns)
+    a, b = source.get_tuple(config), target.get_tuple(config)
+    if a is None or b is None:
+        return Problem(place_of(listed), "get_tuple finds no checkpoint on one side")
+    difference = _difference(a, b, writes=True)
+    if difference is not None:
+        return Problem(place_of(a), f"get_tuple: {difference}")
+    counters = a.metadata.get("counters_since_delta_snapshot") or {}
+    if counters:
+        channels = sorted(counters)
+        at = config_of(*place_of(a))
+        history_a = source.get_delta_channel_history(config=at, channels=channels)
+        history_b = target.get_delta_channel_history(config=at, channels=channels)
+        if not _same(dict(history_a), dict(history_b)):
+            return Problem(place_of(a), f"delta history of {channels}")
+    return None
+
+
+__all__ = [
+    "IGNORED_METADATA",
+    "OWNER_KEYS",
+    "RECENT",
+    "MoveReport",
+    "Place",
+    "Problem",
+    "Progress",
+    "SaverTables",
+    "Survey",
+    "VerifyReport",
+    "config_of",
+    "copy_threads",
+    "survey",
+    "tables_of",
+    "verify_threads",
+]
