@@ -168,6 +168,45 @@ def test_sqlite_saver_into_turnstore_and_back_out(source_path, ours, tmp_path):
     assert digest(source_path) == before
 
 
+def test_a_connection_bound_to_its_thread_serves_both_directions(source_path, ours, tmp_path):
+    """The copy calls its savers from the caller's thread only: a connection made with
+    `check_same_thread` on works as source and as target."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from turnstore.integrations.langgraph_move import copy_threads, verify_threads
+
+    source = SqliteSaver(sqlite3.connect(source_path))
+    report = copy_threads(source, ours)
+    assert report.checkpoint_count > 0
+    back = SqliteSaver(sqlite3.connect(tmp_path / "bound.sqlite3"))
+    assert copy_threads(ours, back).checkpoint_count == report.checkpoint_count
+    assert verify_threads(source, back).difference is None
+
+
+def test_a_failing_target_stops_the_copy_and_a_rerun_completes_it(source_path, ours, monkeypatch):
+    """A write that raises stops `copy_threads` with its error, after the checkpoints before
+    it were written; a re-run completes the copy."""
+    from turnstore.integrations.langgraph import TurnstoreSaver
+    from turnstore.integrations.langgraph_move import copy_threads, verify_threads
+
+    source = read_only_saver(source_path)
+    put, calls = TurnstoreSaver.put, []
+
+    def failing(self: Any, *args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 5:
+            raise OSError("disk gone")
+        return put(self, *args)
+
+    monkeypatch.setattr(TurnstoreSaver, "put", failing)
+    with pytest.raises(OSError, match="disk gone"):
+        copy_threads(source, ours)
+    monkeypatch.setattr(TurnstoreSaver, "put", put)
+    report = copy_threads(source, ours)
+    assert report.present_count == 4
+    assert verify_threads(source, ours).difference is None
+
+
 def _ids(saver: Any, thread_id: str) -> list[tuple[str, str]]:
     from turnstore.integrations.langgraph_move import tables_of
 

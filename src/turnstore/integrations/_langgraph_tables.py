@@ -3,7 +3,8 @@
 A saver cannot list its threads, and `get_tuple` gives pending writes without their
 `task_path`: for `SqliteSaver`, `PostgresSaver`, `InMemorySaver` and `TurnstoreSaver` both are
 read from the saver's own tables (SQL of LangGraph's schema, never turnstore's); for any other
-saver the caller names the threads (`GivenThreads`).
+saver the caller names the threads (`GivenThreads`). And the values a checkpoint copied
+shares with its parent (`shared_values`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from turnstore.integrations import requires_extra
 
 with requires_extra(__name__, "LangGraph", "langgraph"):
     from langchain_core.runnables import RunnableConfig
-    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+    from langgraph.checkpoint.base import (
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointTuple,
+    )
     from langgraph.checkpoint.memory import InMemorySaver
 
     from turnstore.integrations.langgraph import TurnstoreSaver
@@ -221,8 +227,8 @@ class TurnstoreTables:
         return self._saver.thread_ids()
 
     def checkpoint_ids(self, thread_id: str) -> Iterator[tuple[str, str]]:
-        """A thread's checkpoints oldest first (its listing, newest first, reversed)."""
-        return _listed_ids(self._saver, thread_id)
+        """A thread's checkpoints oldest first, from its listing's rows, none decoded."""
+        return iter(self._saver.checkpoint_ids(thread_id))
 
     def task_paths(self, place: Place) -> dict[str, str]:
         """The task paths of one checkpoint's writes."""
@@ -298,4 +304,56 @@ class _Picked:
         return iter(self._threads)
 
 
-# --- the copy -------------------------------------------------------------------------------
+# --- values shared with a parent ------------------------------------------------------------
+
+
+def new_versions(checkpoint: Checkpoint, parent: Checkpoint | None) -> ChannelVersions:
+    """The channel versions a checkpoint introduces over its parent (all, parent unknown)."""
+    versions = checkpoint["channel_versions"]
+    if parent is None:
+        return dict(versions)
+    before = parent["channel_versions"]
+    return {channel: v for channel, v in versions.items() if before.get(channel) != v}
+
+
+def shared_values(checkpoint: Checkpoint, parent: Checkpoint | None) -> Checkpoint:
+    """The checkpoint with its parent's objects wherever its values begin with them.
+
+    A turnstore target stores a list that extends one it stored, found by identity, as its
+    new items only; values read back from the source are new objects every time, so a list
+    whose first items equal (same type, `==`) its parent's gets the parent's objects for them.
+    Other savers store the same bytes either way.
+    """
+    if parent is None:
+        return checkpoint
+    old = parent["channel_values"]
+    versions, old_versions = checkpoint["channel_versions"], parent["channel_versions"]
+    values = dict(checkpoint["channel_values"])
+    for channel, value in values.items():
+        if channel not in old:
+            continue
+        if versions.get(channel) == old_versions.get(channel) and equal_item(value, old[channel]):
+            values[channel] = old[channel]
+        elif isinstance(value, list) and isinstance(old[channel], list):
+            values[channel] = extended_list(value, old[channel])
+    return {**checkpoint, "channel_values": values}
+
+
+def extended_list(items: list[Any], prefix: list[Any]) -> list[Any]:
+    """`items` with `prefix`'s objects in its place when it begins with equal ones."""
+    size = len(prefix)
+    if size == 0 or size > len(items):
+        return items
+    # The last item first: a list that was not extended is refused after one comparison.
+    if not equal_item(items[size - 1], prefix[-1]):
+        return items
+    head = items[:size]
+    # `equal_item` pair by pair, in C: the types, then the items (`==` after identity).
+    if list(map(type, head)) == list(map(type, prefix)) and bool(head == prefix):
+        return [*prefix, *items[size:]]
+    return items
+
+
+def equal_item(a: Any, b: Any) -> bool:
+    """Equal and of one type (a 1 and a True, equal by `==`, are not the same value)."""
+    return a is b or (type(a) is type(b) and bool(a == b))

@@ -344,6 +344,23 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
                 return
             cursor = page.next_cursor
 
+    def checkpoint_ids(self, thread_id: str) -> Sequence[tuple[str, str]]:
+        """A thread's (namespace, checkpoint id) pairs, oldest first, read from its listing's
+        rows without decoding a checkpoint (what a copy of the thread needs first)."""
+        found: list[tuple[str, str]] = []
+
+        def collect(row: CheckpointRow) -> bool:
+            # Kept by nothing: a listing decodes only the rows it keeps.
+            found.append((row.checkpoint_ns, row.checkpoint_id))
+            return False
+
+        tables = self._open().blocking.langgraph
+        first = self._search({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, None)
+        query: SearchQuery | None = first._replace(checkpoint_ns=None)
+        while query is not None:
+            _, query = tables.list_page(query, collect)
+        return sorted(found, key=lambda pair: (pair[1], pair[0]))
+
     def task_paths(self, config: RunnableConfig) -> dict[str, str]:
         """The `task_path` of each task with pending writes on the config's checkpoint
         (`get_tuple` gives the writes without it)."""

@@ -32,10 +32,10 @@ from turnstore.errors import CorruptRecord
 from turnstore.integrations import requires_extra
 
 with requires_extra(__name__, "LangGraph", "langgraph"):
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import (
         WRITES_IDX_MAP,
         BaseCheckpointSaver,
-        ChannelVersions,
         Checkpoint,
         CheckpointTuple,
     )
@@ -44,13 +44,17 @@ with requires_extra(__name__, "LangGraph", "langgraph"):
         Place,
         SaverTables,
         config_of,
+        new_versions,
         place_of,
+        shared_values,
         tables_of,
     )
     from turnstore.integrations.langgraph import TurnstoreSaver
 
 Progress = Callable[[int, int], None]
 """Called after each thread: (threads done, threads in all; 0 when not known)."""
+Read = tuple[Place, CheckpointTuple, dict[str, str]]
+"""A source checkpoint read for the copy, with the task paths of its writes."""
 
 RECENT = 16
 """Checkpoints of a thread kept while copying it, to find a child's parent among them."""
@@ -166,15 +170,25 @@ class _ThreadCopy:
         self.report = report
         self.owned = not isinstance(target, TurnstoreSaver)
         # A child's parent is nearly always among the last few checkpoints copied; keeping
-        # them lets the child share its parent's unchanged values (see `_shared_values`).
+        # them lets the child share its parent's unchanged values (see `shared_values`).
         self.recent: OrderedDict[tuple[str, str], Checkpoint] = OrderedDict()
+        self.empty: bool | None = None
+        """Whether the target held none of the thread when the copy began (None: not asked)."""
 
     def run(self) -> None:
+        # One thread: the source's decoding holds the GIL, and a writer thread beside it
+        # waited out a switch interval at each of its statements (measured: slower overall).
+        for read in self._reads():
+            self._copy(read)
+
+    def _reads(self) -> Iterator[Read]:
+        """The source side alone: its checkpoints oldest first, each with its task paths."""
         for ns, checkpoint_id in self.tables.checkpoint_ids(self.thread_id):
             place = Place(self.thread_id, ns, checkpoint_id)
             item = self._read(place)
             if item is not None:
-                self._copy(place, item)
+                paths = self.tables.task_paths(place) if item.pending_writes else {}
+                yield place, item, paths
 
     def _read(self, place: Place) -> CheckpointTuple | None:
         try:
@@ -186,20 +200,32 @@ class _ThreadCopy:
             self.report.skipped.append(Problem(place, reason))
             return None
 
-    def _copy(self, place: Place, item: CheckpointTuple) -> None:
-        existing = self.target.get_tuple(config_of(*place))
+    def _copy(self, read: Read) -> None:
+        """The target side alone: write a checkpoint, or compare it with the target's."""
+        place, item, paths = read
+        existing = self._existing(place)
         if existing is not None:
-            self._compare(place, item, existing)
+            self._compare(place, item, paths, existing)
             return
         parent_id = _parent_id(item)
         parent = None if parent_id is None else self.recent.get((place.checkpoint_ns, parent_id))
-        checkpoint = _shared_values(item.checkpoint, parent)
+        checkpoint = shared_values(item.checkpoint, parent)
         config = config_of(self.thread_id, place.checkpoint_ns, parent_id)
         config["configurable"].update(self._owner(item))
-        self.target.put(config, checkpoint, item.metadata, _new_versions(checkpoint, parent))
+        self.target.put(config, checkpoint, item.metadata, new_versions(checkpoint, parent))
         self.report.checkpoint_count += 1
-        self.report.write_count += self._put_writes(place, item.pending_writes or [])
+        self.report.write_count += self._put_writes(place, item.pending_writes or [], paths)
         self._keep(place, checkpoint)
+
+    def _existing(self, place: Place) -> CheckpointTuple | None:
+        """The target's checkpoint at `place`, not asked for when the thread was new to it.
+
+        A thread the target lacked at the start holds only what this copy wrote, each place
+        once: one probe instead of a `get_tuple` per checkpoint of a first copy."""
+        if self.empty is None:
+            thread: RunnableConfig = {"configurable": {"thread_id": self.thread_id}}
+            self.empty = next(iter(self.target.list(thread, limit=1)), None) is None
+        return None if self.empty else self.target.get_tuple(config_of(*place))
 
     def _owner(self, item: CheckpointTuple) -> dict[str, str]:
         """The owner for the config of a thread's first put into turnstore (it owns the thread)."""
@@ -215,13 +241,15 @@ class _ThreadCopy:
                 return {key: value}
         return {}
 
-    def _compare(self, place: Place, item: CheckpointTuple, existing: CheckpointTuple) -> None:
+    def _compare(
+        self, place: Place, item: CheckpointTuple, paths: dict[str, str], existing: CheckpointTuple
+    ) -> None:
         self.owned = True
         difference = _difference(item, existing, writes=False)
         if difference is None and not _same(item.pending_writes, existing.pending_writes):
             # Writes the source took after an earlier run: put them all again (a put of a
             # write already stored changes nothing), then compare once more.
-            self.report.write_count += self._put_writes(place, item.pending_writes or [])
+            self.report.write_count += self._put_writes(place, item.pending_writes or [], paths)
             existing = self.target.get_tuple(config_of(*place)) or existing
             difference = _difference(item, existing, writes=True)
         if difference is not None:
@@ -235,13 +263,14 @@ class _ThreadCopy:
         if len(self.recent) > RECENT:
             self.recent.popitem(last=False)
 
-    def _put_writes(self, place: Place, writes: Sequence[tuple[str, str, Any]]) -> int:
+    def _put_writes(
+        self, place: Place, writes: Sequence[tuple[str, str, Any]], paths: dict[str, str]
+    ) -> int:
         """Put a checkpoint's writes task by task, each with its task path, in the calls
         that give each write its index again: a task's ordinary writes in one call (index
         0, 1, …), each special write (error, interrupt, …) alone (its fixed index)."""
         if not writes:
             return 0
-        paths = self.tables.task_paths(place)
         config = config_of(*place)
         tasks: dict[str, list[tuple[str, Any]]] = {}
         for task_id, channel, value in writes:
@@ -252,54 +281,6 @@ class _ThreadCopy:
         for task_id, task_writes in tasks.items():
             self.target.put_writes(config, task_writes, task_id, paths.get(task_id, ""))
         return len(writes)
-
-
-def _new_versions(checkpoint: Checkpoint, parent: Checkpoint | None) -> ChannelVersions:
-    """The channel versions a checkpoint introduces over its parent (all, parent unknown)."""
-    versions = checkpoint["channel_versions"]
-    if parent is None:
-        return dict(versions)
-    before = parent["channel_versions"]
-    return {channel: v for channel, v in versions.items() if before.get(channel) != v}
-
-
-def _shared_values(checkpoint: Checkpoint, parent: Checkpoint | None) -> Checkpoint:
-    """The checkpoint with its parent's objects wherever its values begin with them.
-
-    A turnstore target stores a list that extends one it stored, found by identity, as its
-    new items only; values read back from the source are new objects every time, so a list
-    whose first items equal (same type, `==`) its parent's gets the parent's objects for them.
-    Other savers store the same bytes either way.
-    """
-    if parent is None:
-        return checkpoint
-    old = parent["channel_values"]
-    versions, old_versions = checkpoint["channel_versions"], parent["channel_versions"]
-    values = dict(checkpoint["channel_values"])
-    for channel, value in values.items():
-        if channel not in old:
-            continue
-        if versions.get(channel) == old_versions.get(channel) and _equal(value, old[channel]):
-            values[channel] = old[channel]
-        elif isinstance(value, list) and isinstance(old[channel], list):
-            values[channel] = _extended(value, old[channel])
-    return {**checkpoint, "channel_values": values}
-
-
-def _extended(items: list[Any], prefix: list[Any]) -> list[Any]:
-    size = len(prefix)
-    if size == 0 or size > len(items):
-        return items
-    # The last item first: a list that was not extended is refused after one comparison.
-    if not _equal(items[size - 1], prefix[-1]):
-        return items
-    if all(_equal(a, b) for a, b in zip(items[:size], prefix, strict=True)):
-        return [*prefix, *items[size:]]
-    return items
-
-
-def _equal(a: Any, b: Any) -> bool:
-    return a is b or (type(a) is type(b) and bool(a == b))
 
 
 # --- the comparison -------------------------------------------------------------------------

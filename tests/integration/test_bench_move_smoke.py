@@ -1,0 +1,52 @@
+"""`python -m bench.move --smoke` runs end to end: the machinery, not the numbers (a full
+run's figures are in docs/performance.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.peers
+
+STEPS = {"get_tuple", "list", "copy_in", "list_turnstore", "verify", "accept", "copy_out"}
+
+
+def test_the_move_bench_prints_its_table_and_writes_its_json(tmp_path: Path) -> None:
+    """Every step moves every checkpoint of the source, each target is judged, and the
+    scratch directory is removed."""
+    if importlib.util.find_spec("langgraph.checkpoint.sqlite") is None:
+        pytest.skip("langgraph-checkpoint-sqlite is not installed (pip install -e '.[bench]')")
+    out = tmp_path / "move.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.move", "--smoke", "--json", str(out), "--dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(out.read_text())
+    assert found["config"]["smoke"] is True
+    assert set(found["steps"]) == STEPS
+    counts = {step["checkpoints"] for step in found["steps"].values()}
+    assert len(counts) == 1, found["steps"]
+    assert counts.pop() > 0
+    for step in found["steps"].values():
+        assert step["seconds"] > 0
+        assert step["peak_rss"] > 0
+    assert found["bytes"]["source"] > 0
+    assert found["bytes"]["turnstore"] > 0
+    assert set(found["ratios"]) == {"copy", "rss_mb", "bytes", "verify", "export"}
+    for mark in found["ratios"].values():
+        assert mark["measured"] > 0
+        assert isinstance(mark["passed"], bool)
+    assert "copy SqliteSaver -> turnstore" in result.stdout
+    assert not list(tmp_path.glob("bench-move-*")), "the scratch dir was left behind"
