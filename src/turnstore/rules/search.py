@@ -15,7 +15,6 @@ both find the same items; a snippet is cut from the item's own text (`search_tex
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -77,10 +76,9 @@ MAX_TERMS = 16
 """The most words and phrases in one query."""
 MAX_LIMIT = 100
 """The most hits one page holds."""
-MARK_START, MARK_END = "\ue000", "\ue001"
-"""Private-use characters that mark a match in a snippet as the database returns it."""
 _DEPTH = 16
-_UNMARKED = str.maketrans({MARK_START: None, MARK_END: None, "\x00": "\ufffd"})
+# A NUL shows as U+FFFD in a snippet, as text on both backends can hold it.
+_NUL = str.maketrans({"\x00": "\ufffd"})
 
 
 def items_kind(kind: object) -> str:
@@ -98,7 +96,7 @@ def item_text(item: Any) -> str:
     found: list[str] = []
     _collect(item, found, 0)
     joined = "\n".join(found)[:MAX_ITEM_CHARS]
-    return joined.translate(_UNMARKED)
+    return joined.translate(_NUL)
 
 
 def _collect(value: Any, found: list[str], depth: int) -> None:
@@ -275,35 +273,3 @@ def require_index_built(built: bool) -> None:
 def next_cursor(query: SearchQuery, last_item: int) -> str:
     """The cursor of the page after one whose last hit is `last_item`."""
     return f"b{query.offset + query.limit}" if query.best else f"n{last_item}"
-
-
-def marked(snippet: str) -> tuple[str, list[tuple[int, int]]]:
-    """A snippet as the database marked it: its plain text, without white space at its ends,
-    and the (start, end) of each mark."""
-    text, marks = _unmarked(snippet)
-    # PostgreSQL's headline writes an HTML tag as a space, and an item's text may begin or
-    # end with lines of nothing: neither backend's snippet shows either.
-    trimmed = text.strip()
-    if trimmed == text:
-        return text, marks
-    lead = len(text) - len(text.lstrip())
-    inside = [(max(a - lead, 0), min(b - lead, len(trimmed))) for a, b in marks]
-    return trimmed, [(a, b) for a, b in inside if b > a]
-
-
-def _unmarked(snippet: str) -> tuple[str, list[tuple[int, int]]]:
-    plain: list[str] = []
-    marks: list[tuple[int, int]] = []
-    length = 0
-    start: int | None = None
-    for piece in re.split(f"([{MARK_START}{MARK_END}])", snippet):
-        if piece == MARK_START:
-            start = length
-        elif piece == MARK_END:
-            if start is not None and length > start:
-                marks.append((start, length))
-            start = None
-        else:
-            plain.append(piece)
-            length += len(piece)
-    return "".join(plain), marks

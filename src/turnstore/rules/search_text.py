@@ -174,10 +174,15 @@ def _split(text: str, start: int, end: int) -> Iterator[tuple[int, int, bool]]:
         yield *part.span(), part.lastgroup == "cjk"
 
 
+def _parts(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, whether CJK) of every run of word characters, CJK and other apart."""
+    return [part for run in _patterns()[0].finditer(text) for part in _split(text, *run.span())]
+
+
 def words(text: str, *, query: bool = False) -> list[Word]:
     """The index words of `text` (already `normal`), in order. A query's last CJK run leaves
     out its last character alone, which the text may follow with more of the run."""
-    runs = [part for run in _patterns()[0].finditer(text) for part in _split(text, *run.span())]
+    runs = _parts(text)
     found: list[Word] = []
     for number, (start, end, cjk) in enumerate(runs):
         if not cjk:
@@ -233,8 +238,7 @@ def query_words(term: str, prefix: bool) -> QueryWords:
 
 
 def _ends_in_cjk(term: str) -> bool:
-    text = normal(term)
-    runs = [part for run in _patterns()[0].finditer(text) for part in _split(text, *run.span())]
+    runs = _parts(normal(term))
     return bool(runs) and runs[-1][2]
 
 
@@ -250,47 +254,51 @@ def _matches(found: Sequence[Word], term: QueryWords, at: int) -> bool:
     return True
 
 
-def snippet(text: str, terms: Sequence[QueryWords], start: str, stop: str) -> str:
-    """Up to `SNIPPET_WORDS` words of `text` around its first match of any of `terms`, each
-    match between `start` and `stop`, with `…` where the text goes on; its first words when
-    nothing matches."""
+class Snippet(NamedTuple):
+    """A run of an item's text to show, and the (start, end) of each match in it."""
+
+    text: str
+    marks: list[tuple[int, int]]
+
+
+def snippet(text: str, terms: Sequence[QueryWords]) -> Snippet:
+    """Up to `SNIPPET_WORDS` words of `text` around its first match of any of `terms`, with
+    `…` where the text goes on and no white space at its ends; its first words when nothing
+    matches."""
     text = normal(text)
     found = words(text)
     if not found:
-        return text.strip()[:200]
-    marked: list[tuple[int, int]] = []
+        return Snippet(text.strip()[:200], [])
+    matched: list[tuple[int, int]] = []
     first: int | None = None
     for at in range(len(found)):
         for term in terms:
             if term.forms and _matches(found, term, at):
-                last = found[at + len(term.forms) - 1]
-                marked.append((found[at].start, last.end))
+                matched.append((found[at].start, found[at + len(term.forms) - 1].end))
                 first = at if first is None else first
     begin = 0 if first is None else max(0, first - _BEFORE)
     end = min(len(found), begin + SNIPPET_WORDS)
     begin = max(0, min(begin, end - SNIPPET_WORDS))
     left = 0 if begin == 0 else found[begin].start
     right = len(text) if end == len(found) else found[end - 1].end
-    shown = _with_marks(text, left, right, marked, start, stop)
-    return ("…" if begin > 0 else "") + shown + ("…" if end < len(found) else "")
+    # Where the run starts in the text shown: after white space cut off, after a `…`.
+    left += len(text[left:right]) - len(text[left:right].lstrip())
+    right = left + len(text[left:right].rstrip())
+    before = "…" if begin > 0 else ""
+    shown = before + text[left:right] + ("…" if end < len(found) else "")
+    shift = len(before) - left
+    return Snippet(shown, [(a + shift, b + shift) for a, b in _merged(matched, left, right)])
 
 
-def _with_marks(
-    text: str, left: int, right: int, marked: list[tuple[int, int]], start: str, stop: str
-) -> str:
-    """`text[left:right]` with each marked span (merged where they overlap) between marks."""
-    spans: list[list[int]] = []
-    for a, b in sorted(marked):
+def _merged(spans: list[tuple[int, int]], left: int, right: int) -> list[tuple[int, int]]:
+    """The spans within `left:right`, sorted, those that overlap merged."""
+    kept: list[list[int]] = []
+    for a, b in sorted(spans):
         a, b = max(a, left), min(b, right)
         if a >= b:
             continue
-        if spans and a <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], b)
+        if kept and a <= kept[-1][1]:
+            kept[-1][1] = max(kept[-1][1], b)
         else:
-            spans.append([a, b])
-    pieces, at = [], left
-    for a, b in spans:
-        pieces += [text[at:a], start, text[a:b], stop]
-        at = b
-    pieces.append(text[at:right])
-    return "".join(pieces)
+            kept.append([a, b])
+    return [(a, b) for a, b in kept]

@@ -33,12 +33,9 @@ from turnstore.records.search import HitRow, ReindexProgress, SearchHit, SearchP
 from turnstore.rules import search_text
 from turnstore.rules.pages import split_page
 from turnstore.rules.search import (
-    MARK_END,
-    MARK_START,
     SearchQuery,
     index_texts,
     item_text,
-    marked,
     next_cursor,
     require_index_built,
     term_words,
@@ -275,8 +272,7 @@ def search(tx: Tx, query: SearchQuery) -> SearchPage:
     hits = []
     for row in rows:
         # The index keeps words: the snippet is cut from the item as the store keeps it.
-        shown = search_text.snippet(_source_text(tx, row), words, MARK_START, MARK_END)
-        snippet, marks = marked(shown)
+        snippet, marks = search_text.snippet(_source_text(tx, row), words)
         hits.append(
             SearchHit(
                 session_id=row.session_id,

@@ -37,11 +37,11 @@ class TsvectorSql(Statements):
 
 def _tsquery(query: SearchQuery) -> tuple[str, list[str]]:
     """The terms as one tsquery expression, parsed by the index's own parser."""
-    # The phrase's tsquery text is read back by the cast, not by `to_tsquery`, which would
-    # parse its lexemes again (`'foo-bar'` into three). A term in which the parser finds no
-    # word (an HTML tag, a letter this database's locale does not know) is an empty tsquery,
-    # never `:*` of nothing, which is a syntax error: an empty term drops out of `&&`, as an
-    # empty phrase does in FTS5, and a query of nothing else matches nothing.
+    # The terms are the index's words, one space apart (`rules.search_text`). The phrase's
+    # tsquery text is read back by the cast, not by `to_tsquery`, which would parse its
+    # lexemes again. A term in which the parser still finds no word (a letter this
+    # database's locale does not know) is an empty tsquery, never `:*` of nothing, which is
+    # a syntax error: an empty term drops out of `&&`, as an empty phrase does in FTS5.
     phrase = "phraseto_tsquery('simple', ?)"
     parts = [_PREFIX if term.prefix else phrase for term in query.terms]
     return " && ".join(parts), [term.text for term in query.terms]
