@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from turnstore.backends.sqlite.writer import GroupCommitWriter
+from turnstore.engine.protocol import DEFERRED
 from turnstore.errors import StoreClosed
 
 WRITER_THREAD = "turnstore-sqlite-writer"
@@ -199,3 +200,54 @@ def test_close_waits_for_a_write_running_in_a_callers_thread(tmp_path: Path):
         writer.run(_insert(11))
     with contextlib.closing(sqlite3.connect(path)) as check:
         assert check.execute("SELECT v FROM t").fetchall() == [(10,)]
+
+
+def _level(connection: sqlite3.Connection) -> int:
+    """The connection's `PRAGMA synchronous` as the transaction runs: 2 FULL, 1 NORMAL."""
+    return int(connection.execute("PRAGMA synchronous").fetchone()[0])
+
+
+@contextlib.contextmanager
+def _deferred() -> Any:
+    token = DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        DEFERRED.reset(token)
+
+
+def test_a_deferred_write_commits_without_fsync_and_the_next_one_fsyncs_again(writer):
+    assert writer.run(_level).result() == 2
+    with _deferred():
+        assert writer.run(_level).result() == 1
+        assert writer.submit(_level).result() == 1
+    assert writer.run(_level).result() == 2
+
+
+def test_a_batch_holding_one_full_write_commits_in_full(writer):
+    started, release = threading.Event(), threading.Event()
+
+    def hold(connection: sqlite3.Connection) -> int:
+        started.set()
+        release.wait(5)
+        return _level(connection)
+
+    first = writer.submit(hold)
+    assert started.wait(5)
+    # Queued behind `hold`, the next two share one transaction: the full one decides it.
+    with _deferred():
+        deferred = writer.submit(_level)
+    full = writer.submit(_level)
+    release.set()
+    assert (first.result(), deferred.result(), full.result()) == (2, 2, 2)
+    assert writer.stats().transactions == 2
+
+
+def test_threads_started_in_a_deferred_block_write_in_full(writer):
+    with _deferred():
+        found: list[int] = []
+        thread = threading.Thread(target=lambda: found.append(writer.run(_level).result()))
+        thread.start()
+        thread.join()
+    # A new thread begins with a fresh context: the indexer's writes are never deferred.
+    assert found == [2]

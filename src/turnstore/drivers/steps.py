@@ -16,14 +16,15 @@ Either way a refusal is one log line (`turnstore.store`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from turnstore import telemetry
 from turnstore.drivers.indexer import SearchIndexer
-from turnstore.engine.protocol import Engine, Tx
+from turnstore.engine.protocol import DEFERRED, Engine, Tx
 from turnstore.errors import StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
 
@@ -151,6 +152,18 @@ class _Driver:
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""
         return self.engine.writer_stats()
+
+    @contextmanager
+    def deferred_durability(self) -> Iterator[None]:
+        """Writes begun in the block may be answered before they reach the disk; all of them
+        are durable when it ends (see `Store.deferred_durability`)."""
+        token = DEFERRED.set(True)
+        try:
+            yield
+        finally:
+            DEFERRED.reset(token)
+            # Also after an error: the writes the block was answered for are made durable.
+            self.engine.sync()
 
     def _observe(self, steps: Steps[Any], session_id: object) -> telemetry.Operation | None:
         """The operation's span and timing, or None: telemetry off, or no SDK listening."""

@@ -13,6 +13,7 @@ import itertools
 import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R", bound=tuple[Any, ...])
 S = TypeVar("S", bound="Statements")
+
+DEFERRED: ContextVar[bool] = ContextVar("turnstore_deferred_durability", default=False)
+"""Whether writes begun in this context may be answered before they reach the disk."""
 
 
 class Query(Generic[R]):
@@ -367,6 +371,9 @@ class Engine(Protocol):
 
     def writer_stats(self) -> WriterStats:
         """Return write-path counters."""
+
+    def sync(self) -> None:
+        """Make every write answered so far durable, deferred ones included."""
 
     def watch(self) -> EventWatch:
         """The engine's one hub of event waiters (`wait_for_events`)."""

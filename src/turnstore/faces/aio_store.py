@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Self
 
@@ -108,6 +109,16 @@ class Store:
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""
         return self._driver.writer_stats()
+
+    def deferred_durability(self) -> AbstractContextManager[None]:
+        """A block whose writes are answered before they reach the disk, all durable at its end.
+
+        For loads that can be run again (a move, an import): on SQLite a commit begun in the
+        block (in this thread or task) skips its fsync, so a power cut may lose the block's
+        newest commits, never part of one; a crash of the process loses nothing. Leaving the
+        block fsyncs once. Commits on PostgreSQL stay durable when they return.
+        """
+        return self._driver.deferred_durability()
 
     def runtime(self, session_id: str) -> RuntimeStore:
         """The async runtime face bound to one session (graph, turn commits, queue, blobs)."""

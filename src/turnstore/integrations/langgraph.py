@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Self
 
@@ -138,6 +139,11 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def deferred_durability(self) -> AbstractContextManager[None]:
+        """A block whose puts are answered before they reach the disk, durable at its end
+        (`BlockingStore.deferred_durability`): for copies that can be run again."""
+        return self._open().blocking.deferred_durability()
 
     # --- what a call needs before and after the store ---------------------------------------
 

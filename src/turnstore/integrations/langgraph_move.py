@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any, NamedTuple
@@ -144,12 +145,21 @@ def copy_threads(
     total = len(thread_ids) if thread_ids is not None else 0
     report = MoveReport()
     for thread_id in tables.thread_ids():
-        _ThreadCopy(source, target, tables, thread_id, owner_id, skip_bad, report).run()
+        copy = _ThreadCopy(source, target, tables, thread_id, owner_id, skip_bad, report)
+        with _thread_durability(target):
+            copy.run()
         report.thread_count += 1
         if progress is not None:
             progress(report.thread_count, total)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _thread_durability(target: BaseCheckpointSaver[Any]) -> AbstractContextManager[None]:
+    """One fsync a thread instead of one a put: a copy killed or cut off is run again."""
+    if isinstance(target, TurnstoreSaver):
+        return target.deferred_durability()
+    return nullcontext()
 
 
 class _ThreadCopy:

@@ -344,6 +344,9 @@ class PostgresEngine:
         """Return how many write transactions committed (one write each)."""
         return WriterStats(self._transactions, self._transactions)
 
+    def sync(self) -> None:
+        """Nothing to do: every commit here is durable when it returns, deferred or not."""
+
     def watch(self) -> PostgresWatch:
         """The store's waiters, notification sender and listener."""
         return self._watch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -108,6 +109,21 @@ class SqliteEngine:
         # Done callbacks run as the future is resolved, after COMMIT returned.
         future.add_done_callback(lambda done: self._committed(done, ran))
         return future
+
+    def sync(self) -> None:
+        """fsync the log and the file: what a full commit does for the deferred ones before it."""
+        if self._writer is None:
+            return
+        for name in (Path(f"{self.path}-wal"), self.path):
+            try:
+                descriptor = os.open(name, os.O_RDONLY)
+            except FileNotFoundError:
+                # No log: every commit was checkpointed into the file, which follows.
+                continue
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
 
     def _committed(self, done: Future[Any], ran: list[Tx]) -> None:
         """Wake the waiters of the sessions a committed write journaled events of."""

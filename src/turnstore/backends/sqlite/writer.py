@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from turnstore.backends.sqlite.errors import storage_error
+from turnstore.engine.protocol import DEFERRED
 from turnstore.errors import StoreClosed, TurnstoreError
 from turnstore.records.base import WriterStats
 from turnstore.telemetry import StoreTelemetry
@@ -30,6 +31,8 @@ logger = logging.getLogger("turnstore.sqlite")
 class _Job:
     work: Work
     future: Future[Any] = field(default_factory=Future)
+    # Read where the write is begun: the caller's thread or task decides, not the writer's.
+    deferred: bool = field(default_factory=DEFERRED.get)
 
 
 class GroupCommitWriter:
@@ -39,7 +42,9 @@ class GroupCommitWriter:
     the next transaction, so N concurrent writers share one fsync. Each write runs inside its
     own SAVEPOINT: a write that raises is rolled back alone and the others still commit. A
     future is resolved only after COMMIT has returned, so no caller hears of a write that is
-    not durable. A caller that may block can `run` its write in its own thread when no other
+    not durable (on disk), unless every write of the transaction was begun as deferred
+    (`DEFERRED`): then COMMIT does not fsync, and `sync` (or any later full commit) makes it
+    durable. A caller that may block can `run` its write in its own thread when no other
     write is pending, which spares the lone writer two thread switches per write. Commits
     and reruns are counted on `telemetry`, its engine's (None: uninstrumented).
     """
@@ -58,6 +63,8 @@ class GroupCommitWriter:
         self._busy = threading.Lock()
         self._pending = 0
         self._connection: sqlite3.Connection | None = None
+        self._synced = True
+        """Whether the connection fsyncs at COMMIT (`PRAGMA synchronous` FULL, not NORMAL)."""
         self._transactions = 0
         self._writes = 0
         self._ready: Future[None] = Future()
@@ -219,6 +226,7 @@ class GroupCommitWriter:
             # Left open by an interrupt during an earlier rollback: begin clean.
             connection.execute("ROLLBACK")
         try:
+            self._sync_level(connection, all(job.deferred for job in jobs))
             connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
             return [], [(job, storage_error(error)) for job in jobs], []
@@ -251,6 +259,14 @@ class GroupCommitWriter:
         self._transactions += 1
         self._writes += len(done)
         return done, failed, []
+
+    def _sync_level(self, connection: sqlite3.Connection, deferred: bool) -> None:
+        """FULL unless every write of the coming transaction is deferred (set outside one)."""
+        if self._synced == deferred:
+            # NORMAL in WAL mode: commits stay atomic and ordered, a power cut may lose the
+            # newest; the WAL is fsynced at the next full commit, checkpoint or `sync`.
+            connection.execute(f"PRAGMA synchronous = {'NORMAL' if deferred else 'FULL'}")
+            self._synced = not deferred
 
 
 def _public(error: BaseException) -> BaseException:
