@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 import click
 
 from turnstore.cli import output
-from turnstore.cli.common import JSON_OPTION, echo_json, open_store, sqlite_path
+from turnstore.cli.common import JSON_OPTION, display_url, echo_json, open_store, sqlite_path
 from turnstore.cli.progress import progress_bar
+from turnstore.errors import CorruptRecord
 from turnstore.records.kinds.langgraph import KIND
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -162,7 +163,7 @@ def import_langgraph(
                 return
             store = stack.enter_context(open_store(url))
             target = stack.enter_context(TurnstoreSaver(store))
-            _move(saver, target, store, thread_ids, owner, verify, skip_bad, as_json, "in")
+            _move(source, saver, target, store, thread_ids, owner, verify, skip_bad, as_json, "in")
 
 
 @export_to.command(KIND.name)
@@ -194,7 +195,7 @@ def export_langgraph(
                 _show_survey(source, thread_ids, as_json)
                 return
             saver = langgraph_saver(target, read_only=False, stack=stack)
-            _move(source, saver, store, thread_ids, None, verify, skip_bad, as_json, "out")
+            _move(url, source, saver, store, thread_ids, None, verify, skip_bad, as_json, "out")
 
 
 def _show_survey(source: Any, thread_ids: tuple[str, ...], as_json: bool) -> None:
@@ -213,6 +214,7 @@ def _show_survey(source: Any, thread_ids: tuple[str, ...], as_json: bool) -> Non
 
 
 def _move(
+    shown: str,
     source: Any,
     target: Any,
     store: Any,
@@ -226,10 +228,17 @@ def _move(
     from turnstore.integrations import langgraph_move as move
 
     picked = list(thread_ids) or None
-    with progress_bar("Copying threads") as advance:
-        report = move.copy_threads(
-            source, target, thread_ids=picked, owner_id=owner, skip_bad=skip_bad, progress=advance
-        )
+    try:
+        with progress_bar("Copying threads") as advance:
+            report = move.copy_threads(
+                source, target, thread_ids=picked, owner_id=owner, skip_bad=skip_bad,
+                progress=advance,
+            )  # fmt: skip
+    except CorruptRecord as error:
+        # The source's row, not the store's: named by the source, with the option to pass.
+        raise click.ClickException(
+            f"{display_url(shown)}: {error}; --skip-bad skips such checkpoints and reports them"
+        ) from None
     checked = None
     if verify:
         with progress_bar("Verifying threads") as advance:

@@ -1,17 +1,19 @@
 """Internal: the tables beside a LangGraph saver's API, for moving its threads.
 
 A saver cannot list its threads, and `get_tuple` gives pending writes without their
-`task_path`: for `SqliteSaver`, `PostgresSaver`, `InMemorySaver` and `TurnstoreSaver` both are
-read from the saver's own tables (SQL of LangGraph's schema, never turnstore's); for any other
-saver the caller names the threads (`GivenThreads`). And the values a checkpoint copied
-shares with its parent (`shared_values`).
+`task_path`: for `SqliteSaver`, `PostgresSaver`, their async twins (queried on their own
+event loop), `InMemorySaver` and `TurnstoreSaver` both are read from the saver's own tables
+(SQL of LangGraph's schema, never turnstore's); for any other saver the caller names the
+threads (`GivenThreads`). And the values a checkpoint copied shares with its parent
+(`shared_values`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from turnstore.errors import InvalidInput
@@ -190,6 +192,49 @@ class PostgresTables(SqliteTables):
         return int(self._rows(self.SIZE, ())[0][0])
 
 
+def _on_loop(saver: Any, work: Coroutine[Any, Any, list[tuple[Any, ...]]]) -> list[tuple[Any, ...]]:
+    """An async saver's query, run on its event loop and awaited from the copy's thread (as
+    the async savers' own blocking methods do)."""
+    return asyncio.run_coroutine_threadsafe(work, saver.loop).result()
+
+
+class AsyncSqliteTables(SqliteTables):
+    """`AsyncSqliteSaver`'s tables, read on its own connection and event loop."""
+
+    def __init__(self, saver: Any) -> None:
+        self._saver = saver
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return _on_loop(self._saver, self._fetch(sql, params))
+
+    async def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        async with self._saver.lock, self._saver.conn.execute(sql, params) as cursor:
+            return [tuple(row) for row in await cursor.fetchall()]
+
+
+class AsyncPostgresTables(PostgresTables):
+    """`AsyncPostgresSaver`'s tables, read on its connection (or pool) and event loop."""
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return _on_loop(self._saver, self._fetch(sql, params))
+
+    async def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        from psycopg.rows import tuple_row
+        from psycopg_pool import AsyncConnectionPool
+
+        conn = self._saver.conn
+        async with self._saver.lock:
+            if isinstance(conn, AsyncConnectionPool):
+                async with conn.connection() as pooled, pooled.cursor(row_factory=tuple_row) as cur:
+                    await cur.execute(sql, params)
+                    rows: list[tuple[Any, ...]] = await cur.fetchall()
+                    return rows
+            async with conn.cursor(row_factory=tuple_row) as cur:
+                await cur.execute(sql, params)
+                rows = await cur.fetchall()
+                return rows
+
+
 class MemoryTables:
     """`InMemorySaver`'s dictionaries (`storage`, `writes`)."""
 
@@ -283,6 +328,10 @@ def tables_of(
         tables = SqliteTables(saver)
     elif name == "PostgresSaver":
         tables = PostgresTables(saver)
+    elif name == "AsyncSqliteSaver":
+        tables = AsyncSqliteTables(saver)
+    elif name == "AsyncPostgresSaver":
+        tables = AsyncPostgresTables(saver)
     elif thread_ids is None:
         raise InvalidInput(f"a {name} cannot list its threads: pass thread_ids")
     else:

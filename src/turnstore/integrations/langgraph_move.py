@@ -7,7 +7,9 @@
 
 The copy reads its source through `get_tuple` only and writes its target through `put` and
 `put_writes`, so it serves `SqliteSaver`, `PostgresSaver`, `InMemorySaver`, `TurnstoreSaver`
-and any other `BaseCheckpointSaver`, in either direction. A saver cannot list its threads,
+and any other `BaseCheckpointSaver`, in either direction; `acopy_threads` and
+`averify_threads` do the same from an event loop, for `AsyncSqliteSaver` and
+`AsyncPostgresSaver` too. A saver cannot list its threads,
 and `get_tuple` gives pending writes without their `task_path`: for the savers named here both
 are read from the saver's own tables (`SaverTables`); for any other saver the caller names the
 threads, and their writes go without a task path.
@@ -21,6 +23,7 @@ the source has grown, copies only what the target lacks.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +44,8 @@ with requires_extra(__name__, "LangGraph", "langgraph"):
         CheckpointTuple,
     )
 
+    from turnstore.integrations import _langgraph_compare as compare
+    from turnstore.integrations._langgraph_compare import IGNORED_METADATA, OWNER_KEYS
     from turnstore.integrations._langgraph_tables import (
         Place,
         SaverTables,
@@ -59,8 +64,6 @@ Read = tuple[Place, CheckpointTuple, dict[str, str]]
 
 RECENT = 16
 """Checkpoints of a thread kept while copying it, to find a child's parent among them."""
-OWNER_KEYS = ("owner_id", "user_id")
-"""Metadata keys a thread's owner is taken from (LangGraph copies the config's keys there)."""
 
 
 class Problem(NamedTuple):
@@ -96,6 +99,8 @@ class VerifyReport:
     checkpoint_count: int = 0
     difference: Problem | None = None
     seconds: float = 0.0
+    last_id: str = ""
+    """The checkpoint the listing being compared reached (to place a row it cannot read)."""
 
 
 @dataclass
@@ -105,14 +110,6 @@ class Survey:
     thread_count: int = 0
     checkpoint_count: int = 0
     source_bytes: int | None = None
-
-
-def _parent_id(item: CheckpointTuple) -> str | None:
-    return (
-        None
-        if item.parent_config is None
-        else item.parent_config["configurable"].get("checkpoint_id")
-    )
 
 
 def survey(source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None) -> Survey:
@@ -206,7 +203,9 @@ class _ThreadCopy:
         except Exception as error:
             reason = f"cannot be read: {type(error).__name__}: {error}"
             if not self.skip_bad:
-                raise CorruptRecord(f"{place} {reason} (pass skip_bad to skip it)") from error
+                failure = CorruptRecord(f"{place} {reason}")
+                failure.add_note("skip_bad=True skips such checkpoints and reports them")
+                raise failure from error
             self.report.skipped.append(Problem(place, reason))
             return None
 
@@ -217,7 +216,7 @@ class _ThreadCopy:
         if existing is not None:
             self._compare(place, item, paths, existing)
             return
-        parent_id = _parent_id(item)
+        parent_id = compare.parent_id(item)
         parent = None if parent_id is None else self.recent.get((place.checkpoint_ns, parent_id))
         checkpoint = shared_values(item.checkpoint, parent)
         config = config_of(self.thread_id, place.checkpoint_ns, parent_id)
@@ -255,13 +254,13 @@ class _ThreadCopy:
         self, place: Place, item: CheckpointTuple, paths: dict[str, str], existing: CheckpointTuple
     ) -> None:
         self.owned = True
-        difference = _difference(item, existing, writes=False)
-        if difference is None and not _same(item.pending_writes, existing.pending_writes):
+        difference = compare.difference(item, existing, writes=False)
+        if difference is None and not compare.same(item.pending_writes, existing.pending_writes):
             # Writes the source took after an earlier run: put them all again (a put of a
             # write already stored changes nothing), then compare once more.
             self.report.write_count += self._put_writes(place, item.pending_writes or [], paths)
             existing = self.target.get_tuple(config_of(*place)) or existing
-            difference = _difference(item, existing, writes=True)
+            difference = compare.difference(item, existing, writes=True)
         if difference is not None:
             self.report.conflicts.append(Problem(place, difference))
             return
@@ -293,59 +292,29 @@ class _ThreadCopy:
         return len(writes)
 
 
-# --- the comparison -------------------------------------------------------------------------
+async def acopy_threads(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    *,
+    thread_ids: Sequence[str] | None = None,
+    owner_id: str | None = None,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+) -> MoveReport:
+    """`copy_threads` from an event loop, for `AsyncSqliteSaver` and `AsyncPostgresSaver` too.
 
-IGNORED_METADATA = frozenset(OWNER_KEYS)
-"""Metadata keys a copy may add (the owner it recorded); a difference only when both differ."""
-
-
-def _difference(a: CheckpointTuple, b: CheckpointTuple, *, writes: bool) -> str | None:
-    """The first field in which two tuples of one checkpoint differ, or None."""
-    if _parent_id(a) != _parent_id(b):
-        return f"parent {_parent_id(a)} != {_parent_id(b)}"
-    meta_a, meta_b = dict(a.metadata), dict(b.metadata)
-    for key in IGNORED_METADATA:
-        if key not in meta_a:
-            meta_b.pop(key, None)
-    if not _same(meta_a, meta_b):
-        return f"metadata {meta_a!r} != {meta_b!r}"
-    ca: dict[str, Any] = dict(a.checkpoint)
-    cb: dict[str, Any] = dict(b.checkpoint)
-    unwritten = _unwritten_deltas(a)
-    for key in sorted(set(ca) | set(cb)):
-        if key == "channel_values":
-            for channel in sorted(set(ca[key]) | set(cb[key])):
-                if channel in unwritten and (channel not in ca[key] or channel not in cb[key]):
-                    continue
-                if not _same(ca[key].get(channel), cb[key].get(channel)):
-                    return f"channel_values[{channel!r}]"
-        elif not _same(ca.get(key), cb.get(key)):
-            return f"{key} {ca.get(key)!r} != {cb.get(key)!r}"
-    if writes and not _same(a.pending_writes or [], b.pending_writes or []):
-        return f"pending_writes {a.pending_writes!r} != {b.pending_writes!r}"
-    return None
-
-
-def _unwritten_deltas(item: CheckpointTuple) -> set[str]:
-    """Delta channels not written since their snapshot, whose value one saver gives again at
-    each later checkpoint and another omits.
-
-    `SqliteSaver` stores each checkpoint's values inline, where LangGraph leaves the snapshot
-    out after its step; `PostgresSaver` and turnstore key values by channel version, so the
-    snapshot comes back while the version stays. The version is compared, so the value is.
+    The copy runs in a worker thread, whose calls an async saver sends to its own loop (this
+    one); `progress` is called from that thread.
     """
-    counters = item.metadata.get("counters_since_delta_snapshot") or {}
-    return {channel for channel, counts in counters.items() if counts and counts[0] == 0}
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as LangGraph's records compare, with a pair and a list of the same items equal
-    (savers disagree on which a stored pair comes back as)."""
-    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
+    return await asyncio.to_thread(
+        copy_threads,
+        source,
+        target,
+        thread_ids=thread_ids,
+        owner_id=owner_id,
+        skip_bad=skip_bad,
+        progress=progress,
+    )
 
 
 def verify_threads(
@@ -376,6 +345,19 @@ def verify_threads(
     return report
 
 
+async def averify_threads(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    *,
+    thread_ids: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> VerifyReport:
+    """`verify_threads` from an event loop (see `acopy_threads`)."""
+    return await asyncio.to_thread(
+        verify_threads, source, target, thread_ids=thread_ids, progress=progress
+    )
+
+
 def _verify_thread(
     source: BaseCheckpointSaver[Any],
     target: BaseCheckpointSaver[Any],
@@ -386,23 +368,41 @@ def _verify_thread(
     # them order a whole thread's that way (InMemorySaver lists namespace after namespace).
     spaces = {ns for side in (source, target) for ns, _ in _thread_ids(side, thread_id)}
     for ns in sorted(spaces):
-        listed = config_of(thread_id, ns)
-        newest = None
-        for a, b in zip_longest(source.list(listed), target.list(listed)):
-            if a is None or b is None:
-                side = "target" if a is None else "source"
-                return Problem(place_of(a or b), f"only the {side} has this checkpoint")
-            report.checkpoint_count += 1
-            if place_of(a) != place_of(b):
-                return Problem(place_of(a), f"the target lists {place_of(b)} in its place")
-            difference = _difference(a, b, writes=True)
-            if difference is not None:
-                return Problem(place_of(a), difference)
-            newest = newest or a
-        problem = None if newest is None else _verify_latest(source, target, thread_id, ns, newest)
+        try:
+            problem = _verify_namespace(source, target, thread_id, ns, report)
+        except Exception as error:
+            # A row one saver cannot decode (a copy run with skip_bad skipped it): a
+            # difference, named by where the listing stopped.
+            place = Place(thread_id, ns, report.last_id)
+            return Problem(place, f"a listing cannot be read: {type(error).__name__}: {error}")
         if problem is not None:
             return problem
     return None
+
+
+def _verify_namespace(
+    source: BaseCheckpointSaver[Any],
+    target: BaseCheckpointSaver[Any],
+    thread_id: str,
+    ns: str,
+    report: VerifyReport,
+) -> Problem | None:
+    listed = config_of(thread_id, ns)
+    newest = None
+    report.last_id = "(the newest)"
+    for a, b in zip_longest(source.list(listed), target.list(listed)):
+        if a is None or b is None:
+            side = "target" if a is None else "source"
+            return Problem(place_of(a or b), f"only the {side} has this checkpoint")
+        report.checkpoint_count += 1
+        report.last_id = f"(after {place_of(a).checkpoint_id})"
+        if place_of(a) != place_of(b):
+            return Problem(place_of(a), f"the target lists {place_of(b)} in its place")
+        difference = compare.difference(a, b, writes=True)
+        if difference is not None:
+            return Problem(place_of(a), difference)
+        newest = newest or a
+    return None if newest is None else _verify_latest(source, target, thread_id, ns, newest)
 
 
 def _thread_ids(saver: BaseCheckpointSaver[Any], thread_id: str) -> Iterator[tuple[str, str]]:
@@ -421,7 +421,7 @@ def _verify_latest(
     a, b = source.get_tuple(config), target.get_tuple(config)
     if a is None or b is None:
         return Problem(place_of(listed), "get_tuple finds no checkpoint on one side")
-    difference = _difference(a, b, writes=True)
+    difference = compare.difference(a, b, writes=True)
     if difference is not None:
         return Problem(place_of(a), f"get_tuple: {difference}")
     counters = a.metadata.get("counters_since_delta_snapshot") or {}
@@ -430,7 +430,7 @@ def _verify_latest(
         at = config_of(*place_of(a))
         history_a = source.get_delta_channel_history(config=at, channels=channels)
         history_b = target.get_delta_channel_history(config=at, channels=channels)
-        if not _same(dict(history_a), dict(history_b)):
+        if not compare.same(dict(history_a), dict(history_b)):
             return Problem(place_of(a), f"delta history of {channels}")
     return None
 
@@ -446,6 +446,8 @@ __all__ = [
     "SaverTables",
     "Survey",
     "VerifyReport",
+    "acopy_threads",
+    "averify_threads",
     "config_of",
     "copy_threads",
     "survey",
