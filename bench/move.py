@@ -1,12 +1,14 @@
 """Moving LangGraph threads in and out: a `SqliteSaver` database copied into turnstore and back.
 
-python -m bench.move [--threads 6] [--turns 30] [--dir DIR] [--json PATH] [--quiet] [--smoke]
+python -m bench.move [--threads 6] [--turns 30] [--postgres [URL]] [--dir DIR] [--json PATH]
+    [--quiet] [--smoke]
 
 The targets (issue 44): the copy into turnstore runs at >= 0.5x the rate at which
 `SqliteSaver` alone reads the same checkpoints through the same API, with a peak RSS under
 300 MB, into a store of at most 1/10 of the source's bytes; `--verify` takes at most 2x the
 time it takes to read both sides; the way out (`export-to`) runs at >= 0.5x the rate at which
-a fresh `SqliteSaver` accepts the same checkpoints.
+a fresh `SqliteSaver` accepts the same checkpoints. With `--postgres`, the same again from a
+`PostgresSaver` into turnstore on PostgreSQL and back, with the byte target at most 1/5.
 
 How each number is obtained:
 
@@ -53,6 +55,7 @@ from typing import Any
 
 from bench.measure import max_rss_bytes
 from bench.peers import build_react_graph
+from bench.postgres import DEFAULT_URL
 from bench.workload import SEED, Turn, make_turn
 
 TARGETS = {"copy": 0.5, "rss_mb": 300.0, "bytes": 0.1, "verify": 2.0, "export": 0.5}
@@ -63,15 +66,15 @@ MB = 1_000_000
 # --- the source, filled by LangGraph ----------------------------------------------------------
 
 
-def fill(path: Path, threads: int, turns: int, progress: Callable[[str], None]) -> float:
-    """Grow `threads` threads of `turns` turns each on a `SqliteSaver` at `path`; seconds."""
+def fill(side: str, threads: int, turns: int, progress: Callable[[str], None]) -> float:
+    """Grow `threads` threads of `turns` turns each on the saver `side` names; seconds."""
     from langchain_core.messages import HumanMessage
-    from langgraph.checkpoint.sqlite import SqliteSaver
 
     began = time.perf_counter()
-    with closing_sqlite(path) as conn:
-        conn.execute("PRAGMA journal_mode=WAL")
-        saver = SqliteSaver(conn)
+    with ExitStack() as stack:
+        saver = _saver(stack, side, read_only=False)
+        if side.startswith("sqlite:"):
+            saver.conn.execute("PRAGMA journal_mode=WAL")
         holder: dict[str, Turn] = {}
         graph = build_react_graph(saver, lambda: holder["turn"])
         for number in range(threads):
@@ -81,7 +84,7 @@ def fill(path: Path, threads: int, turns: int, progress: Callable[[str], None]) 
                 user = HumanMessage(content=turn.user_text, id=f"user-{thread}-{index}")
                 config = {"configurable": {"thread_id": thread}}
                 graph.invoke({"messages": [user], "loop_state": turn.state}, config)
-            progress(f"  filled {thread}: {turns} turns, {sqlite_bytes(path) / MB:.1f} MB")
+            progress(f"  filled {thread}: {turns} turns")
     return time.perf_counter() - began
 
 
@@ -107,47 +110,55 @@ def sqlite_bytes(path: Path) -> int:
 
 
 def child_main(argv: Sequence[str]) -> int:
-    """`--child NAME=ACTION:PATH[:PATH] ...`: the steps in turn, one JSON line on stdout.
+    """`--child JSON`: the steps ([name, action, [side, ...]]) in turn, one JSON line out.
 
     Each step's `peak_rss` is the process's peak so far: exact for a child's first step.
     """
     found: dict[str, dict[str, Any]] = {}
-    for step in argv:
-        name, spec = step.split("=", 1)
-        action, *paths = spec.split(":")
+    for name, action, sides in json.loads(argv[0]):
         with ExitStack() as stack:
-            found[name] = ACTIONS[action](stack, *map(Path, paths))
+            found[name] = ACTIONS[action](stack, *sides)
         found[name]["peak_rss"] = max_rss_bytes()
     print(json.dumps(found))
     return 0
 
 
-def _sqlite_saver(stack: ExitStack, path: Path, *, read_only: bool) -> Any:
-    from langgraph.checkpoint.sqlite import SqliteSaver
+def _saver(stack: ExitStack, side: str, *, read_only: bool) -> Any:
+    """The saver a side names: `sqlite:PATH` (SqliteSaver), `postgres:URL` (PostgresSaver,
+    its sessions read-only when reading), `turnstore:URL` (TurnstoreSaver on a store opened
+    with its defaults)."""
+    kind, where = side.split(":", 1)
+    if kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
 
-    return SqliteSaver(stack.enter_context(closing_sqlite(path, read_only=read_only)))
+        path = Path(where)
+        return SqliteSaver(stack.enter_context(closing_sqlite(path, read_only=read_only)))
+    if kind == "postgres":
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
 
-
-def _turnstore_saver(stack: ExitStack, path: Path, *, read_only: bool) -> Any:
+        conn = psycopg.connect(where, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        stack.callback(conn.close)
+        if read_only:
+            # Set here, not by `options`: the URL's own options name the schema.
+            conn.execute("SET default_transaction_read_only = on")
+        saver = PostgresSaver(conn)
+        if not read_only:
+            saver.setup()
+        return saver
     import turnstore
     from turnstore.integrations.langgraph import TurnstoreSaver
 
-    url = f"sqlite:///{path}"
-    store = stack.enter_context(turnstore.open_blocking(url, read_only=read_only))
+    store = stack.enter_context(turnstore.open_blocking(where, read_only=read_only))
     return stack.enter_context(TurnstoreSaver(store))
 
 
-def _source(stack: ExitStack, path: Path) -> Any:
-    if path.suffix == ".turnstore":
-        return _turnstore_saver(stack, path, read_only=True)
-    return _sqlite_saver(stack, path, read_only=True)
-
-
-def read_by_get_tuple(stack: ExitStack, source: Path) -> dict[str, Any]:
+def read_by_get_tuple(stack: ExitStack, source: str) -> dict[str, Any]:
     """Every checkpoint through `get_tuple`, oldest first per thread, as the copy reads."""
     from turnstore.integrations.langgraph_move import config_of, tables_of
 
-    saver = _source(stack, source)
+    saver = _saver(stack, source, read_only=True)
     tables = tables_of(saver)
     count = 0
     began = time.perf_counter()
@@ -157,11 +168,11 @@ def read_by_get_tuple(stack: ExitStack, source: Path) -> dict[str, Any]:
     return {"checkpoints": count, "seconds": time.perf_counter() - began}
 
 
-def read_by_list(stack: ExitStack, source: Path) -> dict[str, Any]:
+def read_by_list(stack: ExitStack, source: str) -> dict[str, Any]:
     """Every thread through `list`, newest first, as `verify_threads` reads each side."""
     from turnstore.integrations.langgraph_move import config_of, tables_of
 
-    saver = _source(stack, source)
+    saver = _saver(stack, source, read_only=True)
     count = 0
     began = time.perf_counter()
     for thread in tables_of(saver).thread_ids():
@@ -169,23 +180,13 @@ def read_by_list(stack: ExitStack, source: Path) -> dict[str, Any]:
     return {"checkpoints": count, "seconds": time.perf_counter() - began}
 
 
-def copy_in(stack: ExitStack, source: Path, target: Path) -> dict[str, Any]:
-    """`copy_threads` from the `SqliteSaver` file into a new turnstore store."""
+def copy(stack: ExitStack, source: str, target: str) -> dict[str, Any]:
+    """`copy_threads` from one side into a new other: the library call under the commands."""
     from turnstore.integrations.langgraph_move import copy_threads
 
     report = copy_threads(
-        _sqlite_saver(stack, source, read_only=True),
-        _turnstore_saver(stack, target, read_only=False),
+        _saver(stack, source, read_only=True), _saver(stack, target, read_only=False)
     )
-    return _copied(report)
-
-
-def copy_out(stack: ExitStack, source: Path, target: Path) -> dict[str, Any]:
-    """`copy_threads` from the turnstore store into a new `SqliteSaver` file."""
-    from turnstore.integrations.langgraph_move import copy_threads
-
-    saver = _sqlite_saver(stack, target, read_only=False)
-    report = copy_threads(_turnstore_saver(stack, source, read_only=True), saver)
     return _copied(report)
 
 
@@ -195,25 +196,24 @@ def _copied(report: Any) -> dict[str, Any]:
     return {"checkpoints": report.checkpoint_count, "seconds": report.seconds}
 
 
-def verify(stack: ExitStack, source: Path, target: Path) -> dict[str, Any]:
+def verify(stack: ExitStack, source: str, target: str) -> dict[str, Any]:
     """`verify_threads` over the source and the copy; fails on a difference."""
     from turnstore.integrations.langgraph_move import verify_threads
 
     report = verify_threads(
-        _sqlite_saver(stack, source, read_only=True),
-        _turnstore_saver(stack, target, read_only=True),
+        _saver(stack, source, read_only=True), _saver(stack, target, read_only=True)
     )
     if report.difference is not None:
         raise RuntimeError(f"verify found a difference: {report.difference}")
     return {"checkpoints": report.checkpoint_count, "seconds": report.seconds}
 
 
-def accept(stack: ExitStack, source: Path, target: Path) -> dict[str, Any]:
-    """A fresh `SqliteSaver` fed every source checkpoint by `put` / `put_writes` alone."""
+def accept(stack: ExitStack, source: str, target: str) -> dict[str, Any]:
+    """A fresh saver fed every source checkpoint by `put` / `put_writes` alone."""
     from turnstore.integrations.langgraph_move import config_of, tables_of
 
-    reader = _sqlite_saver(stack, source, read_only=True)
-    writer = _sqlite_saver(stack, target, read_only=False)
+    reader = _saver(stack, source, read_only=True)
+    writer = _saver(stack, target, read_only=False)
     tables = tables_of(reader)
     count, seconds = 0, 0.0
     for thread in tables.thread_ids():
@@ -239,22 +239,20 @@ def accept(stack: ExitStack, source: Path, target: Path) -> dict[str, Any]:
 ACTIONS: dict[str, Callable[..., dict[str, Any]]] = {
     "get_tuple": read_by_get_tuple,
     "list": read_by_list,
-    "copy_in": copy_in,
-    "copy_out": copy_out,
+    "copy": copy,
     "verify": verify,
     "accept": accept,
 }
 
 
-def measure(steps: Sequence[tuple[str, str, Sequence[Path]]]) -> dict[str, dict[str, Any]]:
-    """(name, action, paths) steps in one fresh child process, in turn: their figures."""
-    specs = [f"{name}={':'.join([action, *map(str, paths)])}" for name, action, paths in steps]
-    command = [sys.executable, "-m", "bench.move", "--child", *specs]
+def measure(steps: Sequence[tuple[str, str, Sequence[str]]]) -> dict[str, dict[str, Any]]:
+    """(name, action, sides) steps in one fresh child process, in turn: their figures."""
+    command = [sys.executable, "-m", "bench.move", "--child", json.dumps(steps)]
     done = subprocess.run(
         command, cwd=Path(__file__).parent.parent, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        raise RuntimeError(f"the child for {specs} failed:\n{done.stderr}")
+        raise RuntimeError(f"the child for {steps} failed:\n{done.stderr}")
     found: dict[str, dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
     for figures in found.values():
         seconds = figures["seconds"]
@@ -266,41 +264,88 @@ def measure(steps: Sequence[tuple[str, str, Sequence[Path]]]) -> dict[str, dict[
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Fill the source, then each measurement in its child, in the order of the table."""
+    """Fill each source, then each measurement in its child, in the order of the table."""
+    parts = {"sqlite": run_sqlite(args)}
+    if args.postgres is not None:
+        parts["postgres"] = run_postgres(args, args.postgres)
+    return {
+        "config": {"threads": args.threads, "turns": args.turns, "smoke": args.smoke},
+        "environment": environment(),
+        "parts": parts,
+    }
+
+
+def run_sqlite(args: argparse.Namespace) -> dict[str, Any]:
+    """`SqliteSaver` files in and out of a turnstore SQLite store."""
     directory = Path(tempfile.mkdtemp(prefix="bench-move-", dir=args.dir))
     try:
         source, store = directory / "source.sqlite", directory / "copy.turnstore"
         out, accepted = directory / "out.sqlite", directory / "accepted.sqlite"
-        args.progress(f"filling {args.threads} threads x {args.turns} turns")
-        fill_seconds = fill(source, args.threads, args.turns, args.progress)
-        steps: dict[str, dict[str, Any]] = {}
-        # Three children: the copy in alone in its own, so its peak RSS is the copy's.
-        for group in (
-            [("get_tuple", "get_tuple", [source]), ("list", "list", [source])],
-            [("copy_in", "copy_in", [source, store])],
-            [
-                ("list_turnstore", "list", [store]),
-                ("verify", "verify", [source, store]),
-                ("accept", "accept", [source, accepted]),
-                ("copy_out", "copy_out", [store, out]),
-            ],
-        ):
-            args.progress(f"measuring {', '.join(name for name, _, _ in group)}")
-            steps.update(measure(group))
+        args.progress(f"filling a SqliteSaver: {args.threads} threads x {args.turns} turns")
+        fill_seconds = fill(f"sqlite:{source}", args.threads, args.turns, args.progress)
+        steps = measure_all(
+            f"sqlite:{source}", f"turnstore:sqlite:///{store}", f"sqlite:{out}",
+            f"sqlite:{accepted}", args.progress,
+        )  # fmt: skip
         sizes = {"source": sqlite_bytes(source), "turnstore": sqlite_bytes(store)}
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    return {
-        "config": {"threads": args.threads, "turns": args.turns, "smoke": args.smoke},
-        "environment": environment(),
-        "fill_seconds": round(fill_seconds, 1),
-        "steps": steps,
-        "bytes": sizes,
-        "ratios": ratios(steps, sizes),
-    }
+    return {"fill_seconds": round(fill_seconds, 1), "steps": steps, "bytes": sizes,
+            "ratios": ratios(steps, sizes, TARGETS)}  # fmt: skip
 
 
-def ratios(steps: dict[str, dict[str, Any]], sizes: dict[str, int]) -> dict[str, Any]:
+def run_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    """`PostgresSaver` schemas in and out of a turnstore PostgreSQL store, in a scratch
+    database of the server at `url`; sizes are each schema's tables, indexes and TOAST."""
+    from bench.postgres import ScratchDatabase
+
+    database = ScratchDatabase(url)
+    try:
+        source, store, out, accepted = (
+            database.schema(name) for name in ("source", "turnstore", "out", "accepted")
+        )
+        args.progress(f"filling a PostgresSaver: {args.threads} threads x {args.turns} turns")
+        fill_seconds = fill(
+            f"postgres:{database.libpq_url(source)}", args.threads, args.turns, args.progress
+        )
+        steps = measure_all(
+            f"postgres:{database.libpq_url(source)}",
+            f"turnstore:{database.turnstore_url(store)}",
+            f"postgres:{database.libpq_url(out)}",
+            f"postgres:{database.libpq_url(accepted)}",
+            args.progress,
+        )
+        sizes = {"source": database.size(source), "turnstore": database.size(store)}
+    finally:
+        database.drop()
+    return {"fill_seconds": round(fill_seconds, 1), "steps": steps, "bytes": sizes,
+            "ratios": ratios(steps, sizes, {**TARGETS, "bytes": 0.2})}  # fmt: skip
+
+
+def measure_all(
+    source: str, store: str, out: str, accepted: str, progress: Callable[[str], None]
+) -> dict[str, dict[str, Any]]:
+    """Every step of the table, in three children: the copy in alone in its own, so its peak
+    RSS is the copy's."""
+    steps: dict[str, dict[str, Any]] = {}
+    for group in (
+        [("get_tuple", "get_tuple", [source]), ("list", "list", [source])],
+        [("copy_in", "copy", [source, store])],
+        [
+            ("list_turnstore", "list", [store]),
+            ("verify", "verify", [source, store]),
+            ("accept", "accept", [source, accepted]),
+            ("copy_out", "copy", [store, out]),
+        ],
+    ):
+        progress(f"measuring {', '.join(name for name, _, _ in group)}")
+        steps.update(measure(group))
+    return steps
+
+
+def ratios(
+    steps: dict[str, dict[str, Any]], sizes: dict[str, int], targets: dict[str, float]
+) -> dict[str, Any]:
     """Each target's measured figure and whether it holds."""
     both = steps["list"]["seconds"] + steps["list_turnstore"]["seconds"]
     measured = {
@@ -314,8 +359,8 @@ def ratios(steps: dict[str, dict[str, Any]], sizes: dict[str, int]) -> dict[str,
     return {
         name: {
             "measured": round(value, 3),
-            "target": TARGETS[name],
-            "passed": value >= TARGETS[name] if name in at_least else value <= TARGETS[name],
+            "target": targets[name],
+            "passed": value >= targets[name] if name in at_least else value <= targets[name],
         }
         for name, value in measured.items()
     }
@@ -333,26 +378,35 @@ def environment() -> dict[str, Any]:
 # --- printing ---------------------------------------------------------------------------------
 
 ROWS = (
-    ("get_tuple", "SqliteSaver reads by get_tuple (ceiling in)", None),
-    ("list", "SqliteSaver reads by list", None),
-    ("copy_in", "copy SqliteSaver -> turnstore", "copy"),
+    ("get_tuple", "{saver} reads by get_tuple (ceiling in)", None),
+    ("list", "{saver} reads by list", None),
+    ("copy_in", "copy {saver} -> turnstore", "copy"),
     ("list_turnstore", "TurnstoreSaver reads by list", None),
     ("verify", "verify (vs both lists)", "verify"),
-    ("accept", "SqliteSaver accepts by put (ceiling out)", None),
-    ("copy_out", "copy turnstore -> SqliteSaver", "export"),
+    ("accept", "{saver} accepts by put (ceiling out)", None),
+    ("copy_out", "copy turnstore -> {saver}", "export"),
 )
+SAVERS = {"sqlite": "SqliteSaver", "postgres": "PostgresSaver"}
 
 
 def render(doc: dict[str, Any]) -> str:
-    config, steps, found = doc["config"], doc["steps"], doc["ratios"]
+    config = doc["config"]
     smoke = " [SMOKE: tiny sizes, the numbers mean nothing]" if config["smoke"] else ""
     lines = [
         f"LangGraph threads moved in and out: {config['threads']} threads x {config['turns']}"
-        f" turns through SqliteSaver{smoke}",
-        f"filled in {doc['fill_seconds']} s; load average at start"
-        f" {doc['environment']['load_average']}",
-        "",
-        f"{'step':<44} {'checkpoints':>11} {'seconds':>9} {'per s':>9} {'peak MB':>8}"
+        f" turns{smoke}; load average at start {doc['environment']['load_average']}",
+    ]
+    for name, part in doc["parts"].items():
+        lines += ["", *render_part(SAVERS[name], part)]
+    return "\n".join(lines)
+
+
+def render_part(saver: str, part: dict[str, Any]) -> list[str]:
+    """One backend's table: its steps, ratios, bytes and peak RSS."""
+    steps, found = part["steps"], part["ratios"]
+    lines = [
+        f"{saver} (filled in {part['fill_seconds']} s)",
+        f"{'step':<46} {'checkpoints':>11} {'seconds':>9} {'per s':>9} {'peak MB':>8}"
         f" {'ratio':>7}  target",
     ]
     for key, label, target in ROWS:
@@ -364,19 +418,19 @@ def render(doc: dict[str, Any]) -> str:
             ratio = f"{mark['measured']:.2f}x"
             verdict = f"{sign} {mark['target']}: {'PASS' if mark['passed'] else 'MISS'}"
         lines.append(
-            f"{label:<44} {step['checkpoints']:>11,} {step['seconds']:>9.2f} {step['rate']:>9.0f}"
-            f" {step['peak_rss'] / 2**20:>8.0f} {ratio:>7}  {verdict}"
+            f"{label.format(saver=saver):<46} {step['checkpoints']:>11,}"
+            f" {step['seconds']:>9.2f} {step['rate']:>9.0f} {step['peak_rss'] / 2**20:>8.0f}"
+            f" {ratio:>7}  {verdict}"
         )
-    sizes, rss = doc["bytes"], found["rss_mb"]
-    lines += [
-        "",
+    sizes, rss, size = part["bytes"], found["rss_mb"], found["bytes"]
+    return [
+        *lines,
         f"bytes: source {sizes['source'] / MB:.1f} MB, turnstore {sizes['turnstore'] / MB:.1f} MB,"
-        f" ratio {found['bytes']['measured']:.3f} (<= {TARGETS['bytes']}:"
-        f" {'PASS' if found['bytes']['passed'] else 'MISS'})",
-        f"peak RSS of the copy in: {rss['measured']:.0f} MB (< {TARGETS['rss_mb']:.0f}:"
+        f" ratio {size['measured']:.3f} (<= {size['target']}:"
+        f" {'PASS' if size['passed'] else 'MISS'})",
+        f"peak RSS of the copy in: {rss['measured']:.0f} MB (< {rss['target']:.0f}:"
         f" {'PASS' if rss['passed'] else 'MISS'})",
     ]
-    return "\n".join(lines)
 
 
 # --- command line -----------------------------------------------------------------------------
@@ -391,6 +445,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--turns", type=int, default=30, help="turns per thread (6 x 30: about 50 MB)"
     )
     parser.add_argument("--dir", help="where the files go (default: a temp dir)")
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const=os.environ.get(
+            "TURNSTORE_BENCH_POSTGRES_URL",
+            os.environ.get("TURNSTORE_TEST_POSTGRES_URL", DEFAULT_URL),
+        ),
+        metavar="URL",
+        help="also move PostgresSaver threads into turnstore on PostgreSQL and back (a scratch"
+        " database on the server at URL; default: the test server)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks, not numbers")

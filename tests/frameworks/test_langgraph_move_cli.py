@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_langgraph_move import digest, source_path
+from test_langgraph_move import digest, postgres_saver, source_path
 
 from turnstore.cli import main
 
 pytestmark = pytest.mark.peers
-__all__ = ["source_path"]  # a fixture, shared with the library's tests
+__all__ = ["postgres_saver", "source_path"]  # fixtures, shared with the library's tests
 
 
 def run(*args: object) -> Any:
@@ -130,3 +130,20 @@ def test_a_missing_source_file_is_refused_and_not_created(store_url, tmp_path):
     assert result.exit_code == 1
     assert "no SqliteSaver database there" in result.stderr
     assert not missing.exists()
+
+
+def test_a_postgres_saver_url_keeps_its_own_options(postgres_saver, store_url):
+    from urllib.parse import quote
+
+    from test_langgraph_move import fill
+
+    from conftest import POSTGRES_URL
+
+    fill(postgres_saver, turns=2)
+    schema = postgres_saver.conn.execute("SELECT current_schema() AS s").fetchone()["s"]
+    source = f"{POSTGRES_URL}?options={quote(f'-c search_path={schema}')}"
+    moved = run("import-from", "langgraph", source, store_url, "--verify", "--json")
+    assert moved.exit_code == 0, moved.output
+    body = json.loads(moved.stdout)
+    assert body["thread_count"] == 6
+    assert body["verify"]["difference"] is None

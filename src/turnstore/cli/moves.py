@@ -92,12 +92,12 @@ def langgraph_saver(url: str, *, read_only: bool, stack: ExitStack) -> Any:
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
 
-        # The source is only read: the server refuses any write in its transactions.
-        options = "-c default_transaction_read_only=on" if read_only else ""
-        conn = psycopg.connect(
-            url, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
-        )
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
         stack.callback(conn.close)
+        if read_only:
+            # The source is only read: the server refuses any write in its transactions. Set
+            # here, not by `options`, which would replace the URL's own (a search_path).
+            conn.execute("SET default_transaction_read_only = on")
         saver = PostgresSaver(conn)
         if not read_only:
             saver.setup()
