@@ -104,3 +104,27 @@ def test_a_write_after_the_engine_closed_is_refused(store_url: str) -> None:
     store.close()
     with pytest.raises(StoreClosed):
         engine.write_blocking(lambda tx: None)
+
+
+def test_a_deferred_write_commits_without_waiting_for_the_wal_flush(store_url: str) -> None:
+    """Inside `deferred_durability` a transaction turns `synchronous_commit` off, blocking or
+    queued for a writer thread; outside it, and the block's closing flush, keep it on."""
+    from turnstore.engine.protocol import DEFERRED
+
+    def setting(tx: Any) -> str:
+        return str(tx.value("SHOW synchronous_commit"))
+
+    with turnstore.open_blocking(store_url) as store:
+        engine = store._driver.engine
+        assert engine.write_blocking(setting) == "on"
+        token = DEFERRED.set(True)
+        try:
+            assert engine.write_blocking(setting) == "off"
+            assert engine.write(setting).result() == "off"
+        finally:
+            DEFERRED.reset(token)
+        assert engine.write(setting).result() == "on"
+        with store.deferred_durability():
+            _save(store, "deferred", 1)
+        loaded = store.load("deferred")
+        assert loaded is not None

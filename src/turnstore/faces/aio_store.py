@@ -113,10 +113,11 @@ class Store:
     def deferred_durability(self) -> AbstractContextManager[None]:
         """A block whose writes are answered before they reach the disk, all durable at its end.
 
-        For loads that can be run again (a move, an import): on SQLite a commit begun in the
-        block (in this thread or task) skips its fsync, so a power cut may lose the block's
-        newest commits, never part of one; a crash of the process loses nothing. Leaving the
-        block fsyncs once. Commits on PostgreSQL stay durable when they return.
+        For loads that can be run again (a move, an import): a commit begun in the block (in
+        this thread or task) does not wait for its fsync (SQLite) or WAL flush (PostgreSQL's
+        `synchronous_commit` off), so a power cut or a server crash may lose the block's
+        newest commits, never part of one; a crash of this process loses nothing. Leaving
+        the block waits once for everything to be on disk.
         """
         return self._driver.deferred_durability()
 

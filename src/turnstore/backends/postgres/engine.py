@@ -22,7 +22,7 @@ from turnstore.backends.postgres.pool import open_pool, prelude
 from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
-from turnstore.engine.protocol import Dialect, Tx
+from turnstore.engine.protocol import DEFERRED, Dialect, Tx
 from turnstore.errors import (
     OutcomeUnknown,
     ReadOnlyStore,
@@ -86,7 +86,12 @@ Prelude = tuple[str, tuple[str]] | None
 
 
 def _pipelined(
-    connection: psycopg.Connection[Any], begin: str, prelude: Prelude, work: Callable[[], T]
+    connection: psycopg.Connection[Any],
+    begin: str,
+    prelude: Prelude,
+    work: Callable[[], T],
+    *,
+    deferred: bool = False,
 ) -> T:
     """Run `work` in one transaction in pipeline mode, begun with `begin`, and commit.
 
@@ -104,6 +109,9 @@ def _pipelined(
             connection.execute(begin)
             if prelude is not None:
                 connection.execute(*prelude)
+            if deferred:
+                # Answered before the WAL is flushed; `sync` (or any later commit) flushes it.
+                connection.execute("SET LOCAL synchronous_commit TO OFF")
             result = work()
             committing = True
             connection.execute("COMMIT")
@@ -256,7 +264,8 @@ class PostgresEngine:
         if self._read_only:
             raise ReadOnlyStore("the store was opened read-only")
         try:
-            return self._writes.submit(self._write_now, work)
+            # Read here: the writer thread does not run in the caller's context.
+            return self._writes.submit(self._write_now, work, DEFERRED.get())
         except RuntimeError:
             # The writer pool shuts down in close(); a call that raced it sees a closed store.
             raise StoreClosed("the store is closed") from None
@@ -275,18 +284,20 @@ class PostgresEngine:
                 raise StoreClosed("the store is closed")
             self._in_callers += 1
         try:
-            return self._write_now(work)
+            return self._write_now(work, DEFERRED.get())
         finally:
             with self._counter:
                 self._in_callers -= 1
                 if self._in_callers == 0:
                     self._callers.notify_all()
 
-    def _write_now(self, work: Callable[[Tx], T]) -> T:
+    def _write_now(self, work: Callable[[Tx], T], deferred: bool = False) -> T:
         def transaction() -> T:
             with self._pool.connection() as connection:
                 tx = Tx(connection, POSTGRES)
-                result = _pipelined(connection, "BEGIN", self._prelude, lambda: work(tx))
+                result = _pipelined(
+                    connection, "BEGIN", self._prelude, lambda: work(tx), deferred=deferred
+                )
             # COMMIT returned. The notification goes out from another connection (see
             # `watch`), never inside the transaction.
             if tx.event_sessions:
@@ -345,7 +356,11 @@ class PostgresEngine:
         return WriterStats(self._transactions, self._transactions)
 
     def sync(self) -> None:
-        """Nothing to do: every commit here is durable when it returns, deferred or not."""
+        """Commit a transaction that takes an id, with `synchronous_commit` on: the server
+        answers once the WAL is flushed past it, so past every deferred commit before it."""
+        if self._read_only:
+            return
+        self._write_now(lambda tx: tx.value("SELECT pg_current_xact_id()"))
 
     def watch(self) -> PostgresWatch:
         """The store's waiters, notification sender and listener."""
