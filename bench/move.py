@@ -128,25 +128,11 @@ def _saver(stack: ExitStack, side: str, *, read_only: bool) -> Any:
     its sessions read-only when reading), `turnstore:URL` (TurnstoreSaver on a store opened
     with its defaults)."""
     kind, where = side.split(":", 1)
-    if kind == "sqlite":
-        from langgraph.checkpoint.sqlite import SqliteSaver
+    if kind != "turnstore":
+        # The savers `turnstore import-from langgraph` opens from a path or a URL.
+        from turnstore.cli.moves import langgraph_saver
 
-        path = Path(where)
-        return SqliteSaver(stack.enter_context(closing_sqlite(path, read_only=read_only)))
-    if kind == "postgres":
-        import psycopg
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg.rows import dict_row
-
-        conn = psycopg.connect(where, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-        stack.callback(conn.close)
-        if read_only:
-            # Set here, not by `options`: the URL's own options name the schema.
-            conn.execute("SET default_transaction_read_only = on")
-        saver = PostgresSaver(conn)
-        if not read_only:
-            saver.setup()
-        return saver
+        return langgraph_saver(where, read_only=read_only, stack=stack)
     import turnstore
     from turnstore.integrations.langgraph import TurnstoreSaver
 

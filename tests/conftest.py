@@ -41,7 +41,7 @@ FRAMEWORK_TESTS = {
         "test_langgraph_move.py",
         "test_conversations.py",
     ),
-    "agents": ("test_agents_sdk_session.py",),
+    "agents": ("test_agents_sdk_session.py", "test_agents_sdk_move.py"),
     "google.adk": ("test_adk_state_values.py",),
 }
 """Framework test modules that import their framework when collected, by that framework."""

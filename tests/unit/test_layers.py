@@ -171,6 +171,10 @@ FOREIGN_SQL = {
         "reads LangGraph's own savers' tables (SqliteSaver's, PostgresSaver's): their threads"
         " and task paths, which no saver API gives; never turnstore's tables"
     ),
+    "turnstore.integrations._agents_tables": (
+        "reads the OpenAI Agents SDK's own session tables (SQLiteSession's, SQLAlchemySession's):"
+        " their sessions, which the Session protocol cannot list, read-only; never turnstore's"
+    ),
 }
 """Modules that hold SQL of another program's database, each with its reason."""
 

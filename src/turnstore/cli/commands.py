@@ -15,7 +15,14 @@ import click
 
 import turnstore
 from turnstore import BlockingStore
-from turnstore.cli import moves, operate, output, paging, views
+from turnstore.cli import (
+    moves,
+    moves_agents,  # noqa: F401  (adds `openai-agents` to moves' groups)
+    operate,
+    output,
+    paging,
+    views,
+)
 from turnstore.cli.common import (
     DRY_RUN_OPTION,
     JSON_OPTION,

@@ -1,10 +1,16 @@
-"""Internal: `import-from langgraph` and `export-to langgraph`: LangGraph threads in and out."""
+"""Internal: `import-from` and `export-to`, with `langgraph`: LangGraph threads in and out.
+
+The groups, and what every framework's move shares (options, the dry run's line, the summary
+line, problems and the verify's verdict), are here; `turnstore.cli.moves_agents` adds the
+OpenAI Agents SDK's commands to the same groups.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,38 +35,70 @@ EXTRAS = {
 """What to install when a module the command needs is missing, by the module's name."""
 
 
-def move_options(command: F) -> F:
-    """The options `import-from langgraph` and `export-to langgraph` share."""
-    for option in reversed(
-        [
-            click.option(
-                "--threads",
-                "thread_ids",
-                metavar="ID",
-                multiple=True,
-                help="Move only this thread (repeatable). Default: every thread.",
-            ),
-            click.option(
-                "--dry-run",
-                is_flag=True,
-                help="Count the threads, checkpoints and source bytes; move nothing.",
-            ),
-            click.option(
-                "--verify",
-                is_flag=True,
-                help="Then read every thread back through both savers and compare them.",
-            ),
-            click.option(
-                "--skip-bad",
-                is_flag=True,
-                help="Skip (and report) source checkpoints that cannot be read, instead of"
-                " stopping at the first.",
-            ),
-            JSON_OPTION,
-        ]
-    ):
-        command = option(command)
-    return command
+@dataclass(frozen=True)
+class MoveWords:
+    """What a framework's move counts in: its report's fields and the words said of them."""
+
+    whole: str
+    """What is moved one at a time: `threads`, `sessions`."""
+    part: str
+    """What those hold: `checkpoints`, `items`."""
+    skipped: str
+    """Said of source rows skipped with `--skip-bad`."""
+    fields: tuple[str, ...]
+    """The report's counts, as `--json` gives them."""
+    verified: tuple[str, ...]
+    """The verify report's counts, as `--json` gives them."""
+
+
+LANGGRAPH = MoveWords(
+    "threads",
+    "checkpoints",
+    "unreadable, skipped",
+    ("thread_count", "checkpoint_count", "present_count", "write_count"),
+    ("checkpoint_count",),
+)
+"""The words of the LangGraph move."""
+
+
+def move_options(words: MoveWords, skipped: str) -> Callable[[F], F]:
+    """The options a framework's `import-from` and `export-to` share: `--threads ID` (or
+    `--sessions`, by `words`), `--dry-run`, `--verify`, `--skip-bad` (of `skipped`), `--json`."""
+    whole, part = words.whole, words.part
+
+    def add(command: F) -> F:
+        for option in reversed(
+            [
+                click.option(
+                    f"--{whole}",
+                    f"{whole[:-1]}_ids",
+                    metavar="ID",
+                    multiple=True,
+                    help=f"Move only this {whole[:-1]} (repeatable). Default: every {whole[:-1]}.",
+                ),
+                click.option(
+                    "--dry-run",
+                    is_flag=True,
+                    help=f"Count the {whole}, {part} and source bytes; move nothing.",
+                ),
+                click.option(
+                    "--verify",
+                    is_flag=True,
+                    help=f"Then read every {whole[:-1]} back on both sides and compare them.",
+                ),
+                click.option(
+                    "--skip-bad",
+                    is_flag=True,
+                    help=f"Skip (and report) source {skipped} that cannot be read, instead of"
+                    " stopping at the first.",
+                ),
+                JSON_OPTION,
+            ]
+        ):
+            command = option(command)
+        return command
+
+    return add
 
 
 @contextmanager
@@ -118,12 +156,12 @@ def langgraph_saver(url: str, *, read_only: bool, stack: ExitStack) -> Any:
 
 @click.group("import-from")
 def import_from() -> None:
-    """Move another store's threads into turnstore (LangGraph's savers)."""
+    """Move another store's threads or sessions into turnstore (LangGraph, OpenAI Agents SDK)."""
 
 
 @click.group("export-to")
 def export_to() -> None:
-    """Move turnstore's threads out to another store (LangGraph's savers)."""
+    """Move turnstore's threads or sessions out to another store (LangGraph, Agents SDK)."""
 
 
 @import_from.command(KIND.name)
@@ -135,7 +173,7 @@ def export_to() -> None:
     help="The catalog owner of the threads moved in. Default: each thread's metadata"
     " owner_id, else user_id.",
 )
-@move_options
+@move_options(LANGGRAPH, "checkpoints")
 def import_langgraph(
     source: str,
     url: str,
@@ -169,7 +207,7 @@ def import_langgraph(
 @export_to.command(KIND.name)
 @click.argument("url", metavar="STORE")
 @click.argument("target", metavar="TARGET")
-@move_options
+@move_options(LANGGRAPH, "checkpoints")
 def export_langgraph(
     url: str,
     target: str,
@@ -202,15 +240,7 @@ def _show_survey(source: Any, thread_ids: tuple[str, ...], as_json: bool) -> Non
     from turnstore.integrations.langgraph_move import survey
 
     found = survey(source, list(thread_ids) or None)
-    if as_json:
-        echo_json({**vars(found), "dry_run": True})
-        return
-    size = "" if found.source_bytes is None else f", {_size(found.source_bytes)}"
-    output.make_console().print(
-        f"Would move {found.thread_count:,} threads ({found.checkpoint_count:,} checkpoints"
-        f"{size}); dry run, nothing moved.",
-        soft_wrap=True,
-    )
+    show_survey(found.thread_count, found.checkpoint_count, found.source_bytes, LANGGRAPH, as_json)
 
 
 def _move(
@@ -247,79 +277,97 @@ def _move(
     sizes = {"source_bytes": outside, "turnstore_bytes": store.upkeep.stats().database_bytes}
     if direction == "out":
         sizes = {"source_bytes": sizes["turnstore_bytes"], "target_bytes": outside}
-    _show_move(report, checked, sizes, as_json, direction)
+    parts = [f"{report.checkpoint_count:,} checkpoints", f"{report.write_count:,} writes"]
+    if report.present_count:
+        parts.append(f"{report.present_count:,} already there")
+    show_move(report, checked, sizes, as_json, direction, LANGGRAPH, parts)
     if report.conflicts or (checked is not None and checked.difference is not None):
         raise SystemExit(1)
 
 
-def _show_move(
-    report: Any, checked: Any, sizes: dict[str, int | None], as_json: bool, direction: str
-) -> None:
-    problems = [("conflict", p) for p in report.conflicts] + [
-        ("skipped", p) for p in report.skipped
-    ]
+def show_survey(whole: int, part: int, size: int | None, words: MoveWords, as_json: bool) -> None:
+    """A dry run's counts: `Would move 3 threads (90 checkpoints, 1.2 MiB); dry run, …`."""
     if as_json:
-        body = {
-            "thread_count": report.thread_count,
-            "checkpoint_count": report.checkpoint_count,
-            "present_count": report.present_count,
-            "write_count": report.write_count,
-            **sizes,
-            "seconds": round(report.seconds, 3),
-            "conflicts": [_problem(p) for p in report.conflicts],
-            "skipped": [_problem(p) for p in report.skipped],
-        }
+        body = {f"{words.whole[:-1]}_count": whole, f"{words.part[:-1]}_count": part}
+        echo_json({**body, "source_bytes": size, "dry_run": True})
+        return
+    shown = "" if size is None else f", {size_text(size)}"
+    output.make_console().print(
+        f"Would move {whole:,} {words.whole} ({part:,} {words.part}{shown}); dry run,"
+        " nothing moved.",
+        soft_wrap=True,
+    )
+
+
+def show_move(
+    report: Any,
+    checked: Any,
+    sizes: dict[str, int | None],
+    as_json: bool,
+    direction: str,
+    words: MoveWords,
+    parts: list[str],
+) -> None:
+    """A move's summary line (`parts` said first), its problems and the verify's verdict."""
+    if as_json:
+        body: dict[str, Any] = {name: getattr(report, name) for name in words.fields}
+        body.update(sizes, seconds=round(report.seconds, 3))
+        body["conflicts"] = [problem_json(p) for p in report.conflicts]
+        body["skipped"] = [problem_json(p) for p in report.skipped]
         if checked is not None:
-            body["verify"] = {
-                "checkpoint_count": checked.checkpoint_count,
-                "seconds": round(checked.seconds, 3),
-                "difference": None if checked.difference is None else _problem(checked.difference),
-            }
+            body["verify"] = {name: getattr(checked, name) for name in words.verified}
+            body["verify"]["seconds"] = round(checked.seconds, 3)
+            difference = checked.difference
+            body["verify"]["difference"] = None if difference is None else problem_json(difference)
         echo_json(body)
         return
     console = output.make_console()
-    console.print(summary_line(report, sizes, direction), soft_wrap=True)
-    for kind, problem in problems:
+    console.print(
+        summary_line(report, sizes, direction, words, parts), soft_wrap=True, markup=False
+    )
+    problems = [("conflict", p) for p in report.conflicts]
+    for kind, problem in problems + [("skipped", p) for p in report.skipped]:
         console.print(f"  {kind}: {problem.place}: {problem.reason}", soft_wrap=True, markup=False)
     if checked is not None:
+        difference = checked.difference
         verdict = (
             "no difference"
-            if checked.difference is None
-            else f"first difference at {checked.difference.place}: {checked.difference.reason}"
+            if difference is None
+            else f"first difference at {difference.place}: {difference.reason}"
         )
+        count = getattr(checked, f"{words.part[:-1]}_count")
         console.print(
-            f"Verified {checked.checkpoint_count:,} checkpoints in {checked.seconds:.1f} s:"
-            f" {verdict}.",
+            f"Verified {count:,} {words.part} in {checked.seconds:.1f} s: {verdict}.",
             soft_wrap=True,
             markup=False,
         )
 
 
-def summary_line(report: Any, sizes: dict[str, int | None], direction: str) -> str:
+def summary_line(
+    report: Any, sizes: dict[str, int | None], direction: str, words: MoveWords, parts: list[str]
+) -> str:
     """`Moved in 12 threads in 3.1 s (4,000 checkpoints, 9,000 writes, 40 already there; …).`"""
-    parts = [
-        f"{report.checkpoint_count:,} checkpoints",
-        f"{report.write_count:,} writes",
-    ]
-    if report.present_count:
-        parts.append(f"{report.present_count:,} already there")
+    parts = list(parts)
     for name, size in sizes.items():
         if size is not None:
-            parts.append(f"{name.removesuffix('_bytes')} {_size(size)}")
-    line = f"Moved {direction} {report.thread_count:,} threads in {report.seconds:.1f} s"
+            parts.append(f"{name.removesuffix('_bytes')} {size_text(size)}")
+    count = getattr(report, f"{words.whole[:-1]}_count")
+    line = f"Moved {direction} {count:,} {words.whole} in {report.seconds:.1f} s"
     line += f" ({', '.join(parts)})"
     if report.conflicts:
         line += f"; {len(report.conflicts):,} conflicts (left as they are)"
     if report.skipped:
-        line += f"; {len(report.skipped):,} unreadable, skipped"
+        line += f"; {len(report.skipped):,} {words.skipped}"
     return line + "."
 
 
-def _problem(problem: Any) -> dict[str, str]:
+def problem_json(problem: Any) -> dict[str, Any]:
+    """A problem as `--json` gives it: its place's fields and the reason."""
     return {**problem.place._asdict(), "reason": problem.reason}
 
 
-def _size(size: int) -> str:
+def size_text(size: int) -> str:
+    """Bytes as a person reads them: `1.2 MiB`."""
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if size >= scale:
             return f"{size / scale:.1f} {unit}"
