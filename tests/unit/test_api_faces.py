@@ -22,7 +22,9 @@ from turnstore import (
     Upkeep,
 )
 
-SYNC_ON_BOTH = {"writer_stats", "runtime", "durability_tier", "session_id"}
+SYNC_ON_BOTH = {"writer_stats", "runtime", "durability_tier", "session_id", "deferred_durability"}
+"""Calls that touch no table: counters, handles, and the deferred-durability block (a
+context manager on both faces; its end's one fsync blocks briefly)."""
 
 
 def _operations(cls: type) -> dict[str, inspect.Signature]:
