@@ -156,12 +156,12 @@ def langgraph_saver(url: str, *, read_only: bool, stack: ExitStack) -> Any:
 
 @click.group("import-from")
 def import_from() -> None:
-    """Move another store's threads or sessions into turnstore (LangGraph, OpenAI Agents SDK)."""
+    """Move another store's threads or sessions into turnstore."""
 
 
 @click.group("export-to")
 def export_to() -> None:
-    """Move turnstore's threads or sessions out to another store (LangGraph, Agents SDK)."""
+    """Move turnstore's threads or sessions out to another store."""
 
 
 @import_from.command(KIND.name)
