@@ -68,8 +68,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.langgraph_open import measure_open
 from bench.langgraph_round_robin import THREADS, TURNS, run_round_robin
 from bench.langgraph_round_robin import scratch as rr_scratch
+from bench.langgraph_targets import targets
 from bench.measure import ByteMeter, ProcIo, proc_io_available
 from bench.peers import _Savers, build_react_graph, compile_react_graph, delta_react_state
 from bench.postgres import DEFAULT_URL, ScratchDatabase, unavailable
@@ -85,8 +87,17 @@ MODES = (DEFAULT, "sync")
 """The durability modes each window alternates."""
 BASELINE_MEMORY = "memory"
 BASELINE_SQLITE = "sqlite"
-BASELINES = (("vs_memory", BASELINE_MEMORY), ("vs_sqlite", BASELINE_SQLITE))
+BASELINE_LEAN = "lean"
+BASELINE_POSTGRES = "postgres"
+BASELINES = (
+    ("vs_memory", BASELINE_MEMORY),
+    ("vs_sqlite", BASELINE_SQLITE),
+    ("vs_lean", BASELINE_LEAN),
+    ("vs_postgres", BASELINE_POSTGRES),
+)
 TURNSTORE_SAVERS = ("turnstore", "turnstore-pg")
+LOADS = 5
+"""Loads of the latest state timed at each history length (the median is reported)."""
 
 
 # --- savers ------------------------------------------------------------------------------------
@@ -98,6 +109,8 @@ class Places:
 
     directory: Path
     database: ScratchDatabase | None
+    prefix: str = ""
+    """Put before each schema's name: a second workload's savers get schemas of their own."""
 
     def own_directory(self, name: str) -> Path:
         """A fresh directory for one saver's files, so its size is all of them."""
@@ -108,7 +121,7 @@ class Places:
     def schema(self, name: str) -> str:
         """A fresh schema for one saver."""
         assert self.database is not None
-        return self.database.schema(name)
+        return self.database.schema(f"{self.prefix}{name}")
 
 
 @dataclass
@@ -152,6 +165,14 @@ def _postgres(places: Places, name: str) -> Opened:
     database, schema = places.database, places.schema(name)
     saver = _Savers.postgres(database.libpq_url(schema))
     return Opened(saver, saver.conn.close, lambda: database.size(schema), schema)
+
+
+def _lean(places: Places) -> Opened:
+    from bench.lean_saver import LeanSaver
+
+    directory = places.own_directory("lean")
+    saver = LeanSaver(directory / "lean.sqlite3")
+    return Opened(saver, saver.close, lambda: sqlite_store_size(directory))
 
 
 def _turnstore_sqlite(places: Places) -> Opened:
@@ -203,12 +224,15 @@ def saver_specs() -> list[SaverSpec]:
             lambda p: _postgres(p, "postgres_delta"),
             delta=True,
         ),
+        SaverSpec("lean", "lean saver (ceiling, SQLite)", "sqlite", _lean),
         SaverSpec("turnstore", "TurnstoreSaver (SQLite)", "sqlite", _turnstore_sqlite),
         SaverSpec("turnstore-pg", "TurnstoreSaver (PostgreSQL)", "postgres", _turnstore_pg),
     ]
 
 
-DEFAULT_SAVERS = ("memory", "sqlite", "sqlite-delta", "postgres", "turnstore", "turnstore-pg")
+DEFAULT_SAVERS = (
+    "memory", "sqlite", "sqlite-delta", "lean", "postgres", "turnstore", "turnstore-pg",
+)  # fmt: skip
 
 
 def turnstore_unavailable() -> str | None:
@@ -364,6 +388,16 @@ class Row:
     size_turns: int | None = None
     size_note: str = ""
     messages: int | None = None
+    loads: dict[int, list[float]] = field(default_factory=dict)
+    """Seconds of `graph.get_state` (the latest state loaded) at each history length."""
+
+    def load(self, point: int) -> None:
+        """Time one load of the latest state, at most `LOADS` times a point."""
+        taken = self.loads.setdefault(point, [])
+        if len(taken) < LOADS:
+            started = time.perf_counter()
+            self.graph.get_state(config())
+            taken.append(time.perf_counter() - started)
 
     def invoke(self, turn: Turn, index: int, mode: str, meters: Meters) -> tuple[float, int]:
         """One turn through the graph; its wall time and the bytes it wrote."""
@@ -474,6 +508,7 @@ def drive(
             elapsed, _ = row.invoke(turn, step.index, step.mode, meters)
             if step.point is not None:
                 row.seconds.setdefault(step.mode, {}).setdefault(step.point, []).append(elapsed)
+                row.load(step.point)
             if row.turns in points:
                 row.written_at[row.turns] = row.written
         if (step.index + 1) % 50 == 0:
@@ -546,12 +581,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.progress("round-robin workload")
         round_robin = run_round_robin(
             chosen,
-            Places(rr_scratch(scratch), None),
+            Places(rr_scratch(scratch), database, prefix="rr_"),
             open_row,
             SEED,
             args.rr_threads,
             args.rr_turns,
         )
+        args.progress("opening to the first put")
+        opens = measure_open(open_sides(scratch, database, chosen), args.open_repeats)
     finally:
         meters.close()
         for row in rows:
@@ -576,6 +613,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "savers": {row.spec.name: saver_doc(row, args.points) for row in rows},
         "skipped": skipped,
         "round_robin": round_robin,
+        "open": opens,
     }
     sizes = {row.size_turns for row in rows if row.size_turns is not None}
     doc["payload"] = {turns: payload_bytes(turns) for turns in sorted(sizes)}
@@ -588,6 +626,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     doc["targets"] = targets(doc)
     doc["elapsed_s"] = time.perf_counter() - started
     return doc
+
+
+def open_sides(
+    scratch: Path, database: ScratchDatabase | None, chosen: Sequence[SaverSpec]
+) -> dict[str, tuple[str, str]]:
+    """Where each saver of the opening measurement opens: a fresh file or schema of its own."""
+    names = {spec.name for spec in chosen}
+    sides: dict[str, tuple[str, str]] = {}
+    if "sqlite" in names:
+        sides["sqlite"] = ("sqlite", str(scratch / "open-sqlite.sqlite3"))
+    if "turnstore" in names:
+        sides["turnstore"] = ("turnstore", str(scratch / "open-turnstore.sqlite3"))
+    if database is not None and "postgres" in names:
+        sides["postgres"] = ("postgres", database.libpq_url(database.schema("open_postgres")))
+    if database is not None and "turnstore-pg" in names:
+        schema = database.schema("open_turnstore")
+        sides["turnstore-pg"] = ("turnstore", database.turnstore_url(schema))
+    return sides
 
 
 def saver_doc(row: Row, points: Sequence[int]) -> dict[str, Any]:
@@ -615,6 +671,7 @@ def saver_doc(row: Row, points: Sequence[int]) -> dict[str, Any]:
         "modes": modes,
         "bytes_written_at": {str(k): v for k, v in row.written_at.items()} if measured else {},
         "bytes_ratio": last / first if measured and first and last else None,
+        "load_ms": {str(k): statistics.median(v) * 1e3 for k, v in row.loads.items() if v},
         "server_wal_bytes": row.server_wal,
         "foreign_wal_bytes": row.foreign_wal,
         "stray_local_bytes": row.stray_local,
@@ -630,103 +687,9 @@ def add_ratios(doc: dict[str, Any]) -> None:
     for row in savers.values():
         for mode, per_point in row["modes"].items():
             for point, measured in per_point.items():
-                for key, baseline in (
-                    ("vs_memory", BASELINE_MEMORY),
-                    ("vs_sqlite", BASELINE_SQLITE),
-                ):
+                for key, baseline in BASELINES:
                     base = savers.get(baseline, {}).get("modes", {}).get(mode, {}).get(point)
                     measured[key] = measured["turns_per_s"] / base["turns_per_s"] if base else None
-
-
-def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The tracker's targets for turnstore's savers, judged from this run.
-
-    Each line carries the same figure for SqliteSaver (add_messages) from this run, where
-    there is one, as the reference the target was set against.
-    """
-    points = doc["config"]["points"]
-    low, high = str(points[0]), str(points[-1])
-    savers = doc["savers"]
-    sqlite = savers.get(BASELINE_SQLITE, {})
-    rows: list[dict[str, Any]] = []
-
-    def add(target: str, measured: Any, op: str, bound: float, reference: Any, why: str) -> None:
-        passed = None
-        if measured is not None:
-            passed = measured >= bound if op == ">=" else measured <= bound
-        rows.append(
-            {
-                "target": target,
-                "measured": measured,
-                "required": f"{op} {bound:g}",
-                "passed": passed,
-                "sqlite_saver": reference,
-                "why_missing": why if measured is None else "",
-            }
-        )
-
-    def at(row: dict[str, Any], mode: str, point: str, key: str) -> Any:
-        return row.get("modes", {}).get(mode, {}).get(point, {}).get(key)
-
-    for name in TURNSTORE_SAVERS:
-        row = savers.get(name, {})
-        why = doc["skipped"].get(name, "not run (not in --savers)")
-        for mode in MODES:
-            add(
-                f"{name} [{mode}] turns/s @{low} / InMemorySaver",
-                at(row, mode, low, "vs_memory"),
-                ">=",
-                1,
-                at(sqlite, mode, low, "vs_memory"),
-                why,
-            )
-            add(
-                f"{name} [{mode}] turns/s @{high} / SqliteSaver",
-                at(row, mode, high, "vs_sqlite"),
-                ">=",
-                5,
-                None,
-                why,
-            )
-        add(
-            f"{name} bytes written @{high} / @{low}",
-            row.get("bytes_ratio"),
-            "<=",
-            20,
-            sqlite.get("bytes_ratio"),
-            why,
-        )
-        if name in doc.get("round_robin", {}).get("savers", {}):
-            for baseline, bound in ((BASELINE_MEMORY, 0.9), (BASELINE_SQLITE, 1.5)):
-                measured, reference = _round_robin_ratio(doc, name, baseline)
-                add(
-                    f"{name} round-robin turns/s / {baseline}",
-                    measured,
-                    ">=",
-                    bound,
-                    reference,
-                    why,
-                )
-        turns = row.get("size_turns") or doc["config"]["size_turns"]
-        add(
-            f"{name} store after {turns} turns / raw payload",
-            row.get("size_vs_payload"),
-            "<=",
-            3,
-            sqlite.get("size_vs_payload"),
-            why,
-        )
-    return rows
-
-
-def _round_robin_ratio(doc: dict[str, Any], name: str, baseline: str) -> tuple[Any, Any]:
-    """A saver's round-robin turns/s over `baseline`'s, and SqliteSaver's over it."""
-    savers = doc["round_robin"]["savers"]
-    base = savers.get(baseline, {}).get("turns_per_s")
-    if not base:
-        return None, None
-    sqlite = savers.get(BASELINE_SQLITE, {}).get("turns_per_s")
-    return savers[name]["turns_per_s"] / base, sqlite / base if sqlite else None
 
 
 def environment(postgres: bool, pg_url: str | None) -> dict[str, Any]:
@@ -898,10 +861,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks, not numbers")
     args = parser.parse_args(argv)
-    args.rr_threads, args.rr_turns = THREADS, TURNS
+    args.rr_threads, args.rr_turns, args.open_repeats = THREADS, TURNS, 5
     if args.smoke:
         args.points, args.window, args.size_turns = [3, 6], 1, 10
-        args.rr_threads, args.rr_turns = 2, 3
+        args.rr_threads, args.rr_turns, args.open_repeats = 2, 3, 1
     args.progress = (lambda _: None) if args.quiet else (lambda m: print(m, file=sys.stderr))
     return args
 
