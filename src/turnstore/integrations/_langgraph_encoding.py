@@ -149,8 +149,12 @@ class CheckpointEncoding:
         return best
 
     def _remember(self, key: tuple[str, str, str], entry: Known) -> None:
+        # A version is stored once, in one lineage: the same (version, lineage) holds the same
+        # items, so the newer entry replaces the older without comparing their items (each
+        # `==` of two messages is pydantic's, a seventh of a long thread's load).
+        place = entry[:2]
         with self._known_lock:
-            versions = [known for known in self._known.pop(key, []) if known != entry]
+            versions = [known for known in self._known.pop(key, []) if known[:2] != place]
             self._known[key] = [entry, *versions][:KNOWN_VERSIONS]
             while len(self._known) > KNOWN_CHANNELS:
                 self._known.popitem(last=False)
