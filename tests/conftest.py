@@ -42,7 +42,7 @@ FRAMEWORK_TESTS = {
         "test_conversations.py",
     ),
     "agents": ("test_agents_sdk_session.py", "test_agents_sdk_move.py"),
-    "google.adk": ("test_adk_state_values.py",),
+    "google.adk": ("test_adk_state_values.py", "test_adk_move.py", "test_adk_move_cli.py"),
 }
 """Framework test modules that import their framework when collected, by that framework."""
 

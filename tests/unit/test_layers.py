@@ -175,6 +175,10 @@ FOREIGN_SQL = {
         "reads the OpenAI Agents SDK's own session tables (SQLiteSession's, SQLAlchemySession's):"
         " their sessions, which the Session protocol cannot list, read-only; never turnstore's"
     ),
+    "turnstore.integrations._adk_tables": (
+        "reads Google ADK's DatabaseSessionService tables: their apps and users, which ADK's API"
+        " cannot list, and their size on PostgreSQL, read-only; never turnstore's"
+    ),
 }
 """Modules that hold SQL of another program's database, each with its reason."""
 

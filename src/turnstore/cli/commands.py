@@ -17,6 +17,7 @@ import turnstore
 from turnstore import BlockingStore
 from turnstore.cli import (
     moves,
+    moves_adk,  # noqa: F401  (adds `adk` to moves' groups)
     moves_agents,  # noqa: F401  (adds `openai-agents` to moves' groups)
     operate,
     output,

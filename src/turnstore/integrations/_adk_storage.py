@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from turnstore.integrations._adk_order import in_order, order_key
@@ -126,4 +128,49 @@ def next_record(
         # Once out of order, always (no event is ever taken out): every read then orders them.
         "in_order": still,
         "newest": list(key) if still else None,
+    }
+
+
+def new_record(state: dict[str, Any], at: float, created: float | None = None) -> dict[str, Any]:
+    """A new session's record: its own state, created at `created` (default `at`) and last
+    updated at `at`, at sequence 1, no event yet.
+
+    `create_session` makes one at the current time; a move, at the source's times.
+    """
+    return {
+        "state": stored(state, 1),
+        "create_time": at if created is None else created,
+        "last_update_time": at,
+        "sequence": 1,
+        # A session deleted and created again is another incarnation: a `Session` read
+        # from the old one must not write to the new one at an equal sequence.
+        "incarnation": uuid.uuid4().hex,
+        # No event is out of order yet: reads take the newest events alone while it holds.
+        "in_order": True,
+        "newest": None,
+    }
+
+
+def moved_record(
+    record: dict[str, Any],
+    state: dict[str, Any],
+    updated: float,
+    events: Iterable[tuple[float, str]],
+    sequence: int,
+) -> dict[str, Any]:
+    """A session's record after a move appended `events` (time, id) in one commit: the
+    source's own state and update time as they are, whatever the events' deltas say, and
+    whether the events are still in `order_key` order (as `next_record` keeps it)."""
+    still, newest = in_order(record), record.get("newest")
+    for at, event_id in events:
+        key = order_key(at, event_id)
+        still = still and isinstance(key[0], int) and (newest is None or key > tuple(newest))
+        newest = list(key) if still else None
+    return {
+        **record,
+        "state": stored(state, 1),
+        "last_update_time": updated,
+        "sequence": sequence,
+        "in_order": still,
+        "newest": newest if still else None,
     }

@@ -169,17 +169,7 @@ class TurnstoreSessionService(BaseSessionService):
         deltas = _json_safe(state or {}, "state")
         now = time.time()
         tid = turnstore_id(app_name, user_id, session_id)
-        record = {
-            "state": storage.stored(deltas["session"], 1),
-            "last_update_time": now,
-            "sequence": 1,
-            # A session deleted and created again is another incarnation: a `Session` read
-            # from the old one must not write to the new one at an equal sequence.
-            "incarnation": uuid.uuid4().hex,
-            # No event is out of order yet: reads take the newest events alone while it holds.
-            "in_order": True,
-            "newest": None,
-        }
+        record = storage.new_record(deltas["session"], now)
         writes = [(tid, SESSION_KEY, record), *_scope_writes(app_name, user_id, deltas)]
         try:
             sequence = await self.store.append_context(tid, [], user_id, 0, writes, kind=KIND)
