@@ -408,3 +408,25 @@ def test_a_killed_copy_run_again_ends_as_an_uninterrupted_one(source_path, store
         assert verify_threads(source, target).difference is None
         total = sum(1 for _ in source.list(None))
         assert finished.checkpoint_count + finished.present_count == total
+
+
+def test_shared_reads_return_what_fresh_reads_do_decoding_only_what_is_new(source_path, ours):
+    """In `shared_reads` a thread's lists come back equal to fresh reads', their common items
+    the same objects from one checkpoint to the next; outside it every read decodes anew."""
+    from turnstore.integrations.langgraph_move import copy_threads
+
+    copy_threads(read_only_saver(source_path), ours)
+    ids = [cid for ns, cid in _ids(ours, "plain-0") if not ns]
+    fresh = [ours.get_tuple(config("plain-0", checkpoint_id=cid)) for cid in ids]
+    with ours.shared_reads():
+        shared = [ours.get_tuple(config("plain-0", checkpoint_id=cid)) for cid in ids]
+        newest_first = [ours.get_tuple(config("plain-0", checkpoint_id=cid)) for cid in ids[::-1]]
+    for a, b, c in zip(fresh, shared, newest_first[::-1], strict=True):
+        assert a.checkpoint["channel_values"] == b.checkpoint["channel_values"]
+        assert c.checkpoint["channel_values"] == a.checkpoint["channel_values"]
+    lists = [t.checkpoint["channel_values"].get("messages", []) for t in shared if t.checkpoint[
+        "channel_values"].get("messages")]  # fmt: skip
+    assert len(lists) > 2
+    assert lists[-1][0] is lists[-2][0], "the items two reads share are one object"
+    again = ours.get_tuple(config("plain-0", checkpoint_id=ids[-1]))
+    assert again.checkpoint["channel_values"]["messages"][0] is not lists[-1][0]

@@ -13,6 +13,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
@@ -47,6 +48,9 @@ KNOWN_CHANNELS = 1024
 KNOWN_VERSIONS = 4
 """Recent versions remembered per list channel (a run resumed from an older one finds it)."""
 _INLINE = (str, int, float, bool)
+SHARING: ContextVar[bool] = ContextVar("turnstore_langgraph_sharing", default=False)
+"""Whether reads in this context may return list items shared with earlier reads
+(`TurnstoreSaver.shared_reads`)."""
 COMPRESSED = "z:"
 """Prefix of the type tag of a value stored zlib-compressed (the serializer's tag follows)."""
 COMPRESS_FROM = 256
@@ -185,11 +189,24 @@ class CheckpointEncoding:
             value_type, data = value_type[len(COMPRESSED) :], zlib.decompress(data)
         return self.serde.loads_typed((value_type, data))
 
-    def _decode(self, value: ChannelValue) -> Any:
+    def _decode(self, value: ChannelValue, key: tuple[str, str, str] | None = None) -> Any:
         if value.items is not None:
+            if key is not None and value.lineage is not None and SHARING.get():
+                return self._shared_list(key, value.lineage, value.items)
             return [self._loads(*item) for item in value.items]
         assert value.value is not None
         return self._loads(*value.value)
+
+    def _shared_list(self, key: tuple[str, str, str], lineage: int, items: list[Typed]) -> Any:
+        """A list read in a `SHARING` block: the decoded items of a remembered version of the
+        same lineage stand for its first ones (a lineage's items never change), the rest are
+        decoded."""
+        with self._known_lock:
+            known = [entry for entry in self._known.get(key, ()) if entry.lineage == lineage]
+        held: tuple[Any, ...] = max((entry.items for entry in known), key=len, default=())
+        if len(held) >= len(items):
+            return list(held[: len(items)])
+        return [*held, *(self._loads(*item) for item in items[len(held) :])]
 
     def _list_write(
         self, target: Target, channel: str, version: str, value: list[Any], whole: bool
@@ -266,11 +283,11 @@ class CheckpointEncoding:
         checkpoint: Checkpoint = self._loads(row.checkpoint_type, row.checkpoint)
         values = dict(checkpoint.get("channel_values") or {})
         for value in loaded.values:
-            decoded = self._decode(value)
+            key = (row.session_id, row.checkpoint_ns, value.channel)
+            decoded = self._decode(value, key)
             values[value.channel] = decoded
             if value.lineage is not None:
                 version = version_key(checkpoint["channel_versions"][value.channel])
-                key = (row.session_id, row.checkpoint_ns, value.channel)
                 self._remember(key, Known(version, value.lineage, tuple(decoded)))
         checkpoint["channel_values"] = values
         parent = None

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import Any, Self
 
@@ -65,6 +65,7 @@ with requires_extra(__name__, "LangGraph", "langgraph"):
 
     from turnstore.integrations._langgraph_encoding import (
         PREFIX,
+        SHARING,
         CheckpointEncoding,
         Known,
         config_of,
@@ -139,6 +140,18 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    @contextmanager
+    def shared_reads(self) -> Iterator[None]:
+        """A block whose reads (in this thread or task) return lists whose items are the same
+        objects as an earlier read's where the stored items are the same, decoding only the
+        rest: for a copy that reads a thread's checkpoints one after another. Do not change
+        the values it returns; outside the block every read decodes anew."""
+        token = SHARING.set(True)
+        try:
+            yield
+        finally:
+            SHARING.reset(token)
 
     def deferred_durability(self) -> AbstractContextManager[None]:
         """A block whose puts are answered before they reach the disk, durable at its end

@@ -27,7 +27,7 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any, NamedTuple
@@ -143,7 +143,7 @@ def copy_threads(
     report = MoveReport()
     for thread_id in tables.thread_ids():
         copy = _ThreadCopy(source, target, tables, thread_id, owner_id, skip_bad, report)
-        with _thread_durability(target):
+        with _thread_durability(target), _shared_reads(source):
             copy.run()
         report.thread_count += 1
         if progress is not None:
@@ -157,6 +157,16 @@ def _thread_durability(target: BaseCheckpointSaver[Any]) -> AbstractContextManag
     if isinstance(target, TurnstoreSaver):
         return target.deferred_durability()
     return nullcontext()
+
+
+def _shared_reads(*savers: BaseCheckpointSaver[Any]) -> AbstractContextManager[None]:
+    """A turnstore saver's reads of a thread's checkpoints in turn decode only what each adds
+    (neither the copy nor the verify changes a value it reads)."""
+    stack = ExitStack()
+    for saver in savers:
+        if isinstance(saver, TurnstoreSaver):
+            stack.enter_context(saver.shared_reads())
+    return stack
 
 
 class _ThreadCopy:
@@ -335,7 +345,8 @@ def verify_threads(
     total = len(thread_ids) if thread_ids is not None else 0
     report = VerifyReport()
     for thread_id in tables.thread_ids():
-        report.difference = _verify_thread(source, target, thread_id, report)
+        with _shared_reads(source, target):
+            report.difference = _verify_thread(source, target, thread_id, report)
         report.thread_count += 1
         if progress is not None:
             progress(report.thread_count, total)
