@@ -475,11 +475,19 @@ def test_the_langgraph_benchmark_runs(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(out.read_text())
-    assert set(doc["savers"]) >= {"memory", "sqlite", "sqlite-delta", "turnstore"}
+    assert set(doc["savers"]) >= {"memory", "sqlite", "sqlite-delta", "lean", "turnstore"}
+    lean = doc["savers"]["lean"]
+    assert lean["messages"] == 4 * lean["size_turns"], "the ceiling saver keeps every message"
+    for name in ("memory", "turnstore"):
+        assert all(ms > 0 for ms in doc["savers"][name]["load_ms"].values())
+        assert len(doc["savers"][name]["load_ms"]) == 2
+    assert {"sqlite", "turnstore"} <= set(doc["open"])
+    assert all(found["median_ms"] > 0 for found in doc["open"].values())
     for saver in doc["savers"].values():
         for points in saver["modes"].values():
             assert all(point["turns_per_s"] > 0 for point in points.values())
     round_robin = doc["round_robin"]["savers"]
-    assert set(round_robin) >= {"memory", "sqlite", "turnstore"}
+    assert set(round_robin) >= {"memory", "sqlite", "lean", "turnstore"}
     assert all(saver["turns_per_s"] > 0 for saver in round_robin.values())
-    assert doc["targets"]
+    judged = [target for target in doc["targets"] if target["passed"] is not None]
+    assert len(judged) >= 10, doc["targets"]

@@ -159,7 +159,7 @@ def _thread_durability(target: BaseCheckpointSaver[Any]) -> AbstractContextManag
     return nullcontext()
 
 
-def _shared_reads(*savers: BaseCheckpointSaver[Any]) -> AbstractContextManager[None]:
+def _shared_reads(*savers: BaseCheckpointSaver[Any]) -> ExitStack[bool | None]:
     """A turnstore saver's reads of a thread's checkpoints in turn decode only what each adds
     (neither the copy nor the verify changes a value it reads)."""
     stack = ExitStack()
