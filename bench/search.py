@@ -241,13 +241,16 @@ def _load_sqlite(path: Path, sessions: int) -> None:
         "INSERT INTO context_chunks (session_id, start, items_json) VALUES (?, ?, ?)",
         _chunks(sessions),
     )
+    # search_items keeps no words: FTS5 (without content) is handed them by row id.
+    numbered = list(enumerate(_rows(sessions), start=1))
     connection.executemany(
-        "INSERT INTO search_items (session_id, sequence, item, in_context, written_at_ms, body)"
-        " VALUES (?, NULL, ?, 1, 0, ?)",
-        ((session, item, index_text(text)) for session, item, text in _rows(sessions)),
+        "INSERT INTO search_items (item_id, session_id, sequence, item, in_context,"
+        " written_at_ms) VALUES (?, ?, NULL, ?, 1, 0)",
+        ((item_id, session, item) for item_id, (session, item, _) in numbered),
     )
-    connection.execute(
-        "INSERT INTO search_fts (rowid, body) SELECT item_id, body FROM search_items"
+    connection.executemany(
+        "INSERT INTO search_fts (rowid, body) VALUES (?, ?)",
+        ((item_id, index_text(text)) for item_id, (_, _, text) in numbered),
     )
     connection.execute("INSERT INTO search_marks SELECT session_id, 1, 10 FROM sessions")
     connection.execute("UPDATE search_index_state SET built = 1, caught_up_to = 4102444800")
@@ -295,7 +298,7 @@ def _load_postgres(url: str, schema: str, sessions: int) -> None:
     turnstore.open_blocking(url, index_in_background=False).close()
     with psycopg.connect(POSTGRES, autocommit=True) as connection:
         connection.execute(f"SET search_path TO {schema}")
-        connection.execute("DROP INDEX search_items_body_idx")
+        connection.execute("DROP INDEX search_items_words_idx")
         with connection.cursor().copy(
             "COPY sessions (session_id, latest_sequence, checkpoint_state_json, context_epoch,"
             " context_length, session_context_json, owner_id, execution_stats_json,"
@@ -323,14 +326,21 @@ def _load_postgres(url: str, schema: str, sessions: int) -> None:
         ) as copy:
             for chunk in _chunks(sessions):
                 copy.write_row(chunk)
-        with connection.cursor().copy(
-            "COPY search_items (session_id, sequence, item, in_context, written_at_ms, body)"
-            " FROM STDIN"
-        ) as copy:
-            for session, item, text in _rows(sessions):
-                copy.write_row((session, None, item, True, 0, index_text(text)))
+        # search_items keeps a vector of the words, not the words: staged, then computed.
         connection.execute(
-            "CREATE INDEX search_items_body_idx ON search_items USING GIN (body_vector)"
+            "CREATE TEMP TABLE staged (n BIGINT, session_id TEXT, item BIGINT, words TEXT)"
+        )
+        with connection.cursor().copy("COPY staged FROM STDIN") as copy:
+            for n, (session, item, text) in enumerate(_rows(sessions), start=1):
+                copy.write_row((n, session, item, index_text(text)))
+        connection.execute(
+            "INSERT INTO search_items (session_id, sequence, item, in_context, written_at_ms,"
+            " words) SELECT session_id, NULL, item, TRUE, 0, to_tsvector('simple', words)"
+            " FROM staged ORDER BY n"
+        )
+        connection.execute(
+            "CREATE INDEX search_items_words_idx ON search_items USING GIN (words)"
+            " WITH (gin_pending_list_limit = 256)"
         )
         connection.execute("INSERT INTO search_marks SELECT session_id, 1, 10 FROM sessions")
         connection.execute("UPDATE search_index_state SET built = TRUE, caught_up_to = 4102444800")
@@ -338,7 +348,7 @@ def _load_postgres(url: str, schema: str, sessions: int) -> None:
             "CREATE TABLE bare (id BIGINT PRIMARY KEY, body TEXT NOT NULL, body_vector tsvector"
             " GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED)"
         )
-        connection.execute("INSERT INTO bare (id, body) SELECT item_id, body FROM search_items")
+        connection.execute("INSERT INTO bare (id, body) SELECT n, words FROM staged")
         connection.execute("CREATE INDEX bare_idx ON bare USING GIN (body_vector)")
         connection.execute("VACUUM ANALYZE search_items")
         connection.execute("VACUUM ANALYZE sessions")

@@ -603,7 +603,6 @@ IDENTIFIER_COLUMNS = {
 DISPLAY_COLUMNS = {
     ("sessions", "first_user_message"),
     ("runtime_heads", "first_user_message"),
-    ("search_items", "body"),
 }
 """Columns holding text shown to people: a NUL is stored as U+FFFD."""
 STORE_MADE_COLUMNS = {

@@ -1,16 +1,18 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
-The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6, 7 and
-8 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`, run
-by the next two, which adds a model step left streaming, `make_schema_v6.py`, which adds a
-session of items with a popped item, and `make_schema_v7.py`, which adds a session of each
-framework): a SQLite file and a PostgreSQL schema dumped as SQL per version. `test_search.py`
+The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6, 7, 8
+and 9 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`,
+run by the next two, which adds a model step left streaming, `make_schema_v6.py`, which adds a
+session of items with a popped item, `make_schema_v7.py`, which adds a session of each
+framework, and `make_schema_v8.py`, which adds two indexed sessions sharing words): a SQLite
+file and a PostgreSQL schema dumped as SQL per version. `test_search.py`
 searches the migrated ones once reindexed. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
@@ -37,7 +39,7 @@ from turnstore.records.search import SearchRequest
 
 
 @pytest.fixture(
-    params=[2, 3, 4, 5, 6, 7], ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7)]
+    params=[2, 3, 4, 5, 6, 7, 8], ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7, 8)]
 )
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
@@ -99,6 +101,8 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         held = ["items"] if fixture_version >= 6 else []
         if fixture_version >= 7:
             held += ["adk/fixture-app/fixture-user/s1", "fixture", "langgraph/fixture-thread"]
+        if fixture_version >= 8:
+            held += ["journal", "shared"]
         # Events stored a row each before schema 6 read back beside the batches after it.
         chat.sequence += 1
         store.save_with_events(chat, [], None, [_warning(7)])
@@ -113,8 +117,8 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert head is not None
         assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
         assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 8
-    assert len(postgres_schema.MIGRATIONS) == 8
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 9
+    assert len(postgres_schema.MIGRATIONS) == 9
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
@@ -249,3 +253,57 @@ def test_framework_sessions_written_before_schema_8_show_the_figures_their_items
     assert found["items"].measured == []
     assert found["chat"].measured == list(FIGURES)
     assert all(summary.waiting == [] for summary in found.values() if summary.kind != "langgraph")
+
+
+def test_a_schema_8_index_is_kept_and_forgets_exactly_what_goes_after_the_migration(
+    backend_name, database, pg_schema, store_url
+):
+    """Schema 9 drops the index's copy of the words and keeps the index (filled from that
+    copy): the migrated store searches without a reindex, and a pop and a delete after it
+    take out exactly the words of what they remove (SQLite's FTS5 is handed them)."""
+    restore_fixture(backend_name, database, pg_schema, 8)
+    with turnstore.open_blocking(store_url, index_in_background=False) as store:
+        assert _hits(store, "lighthouse") == [
+            ("items", None, 0),
+            ("journal", 1, 0),
+            ("shared", None, 0),
+            ("shared", None, 1),
+        ]
+        assert _hits(store, "天気") == [("shared", None, 2)]
+        assert _hits(store, "dinghy") == [("journal", 1, 1)]
+        store.pop_context("shared")
+        assert _hits(store, "天気") == []
+        assert store.delete_sessions(["journal"])
+        assert _hits(store, "dinghy") == []
+        assert _hits(store, "lighthouse") == [
+            ("items", None, 0),
+            ("shared", None, 0),
+            ("shared", None, 1),
+        ]
+        assert _hits(store, "keeper") == [
+            ("items", None, 0),
+            ("items", None, 1),
+            ("shared", None, 1),
+        ]
+        assert store.upkeep.reindex().items_indexed == 0  # it was built: nothing to do
+    if backend_name == "sqlite":
+        # What FTS5 holds is what the items still indexed hold, term for term.
+        connection = sqlite3.connect(database.path)
+        try:
+            connection.execute(
+                "CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, search_fts, row)"
+            )
+            held = dict(
+                connection.execute(
+                    "SELECT term, doc FROM temp.terms WHERE term IN"
+                    " ('lighthouse', 'dinghy', '天気', 'keeper')"
+                )
+            )
+        finally:
+            connection.close()
+        assert held == {"lighthouse": 3, "keeper": 3}
+
+
+def _hits(store: Any, query: str) -> list[tuple[str, int | None, int]]:
+    found = store.search(SearchRequest(query=query, limit=50)).hits
+    return sorted((hit.session_id, hit.sequence, hit.item) for hit in found)

@@ -158,11 +158,11 @@ _FAMILIES = {
     "bytea": "bytes",
 }
 _ON_DELETE = {"c": "CASCADE", "a": "NO ACTION"}
-# The text index over `search_items.body` is each engine's own (DdlWords.text_index): SQLite's
-# FTS5 table (with its shadow tables), PostgreSQL's tsvector column and GIN index. Everything
-# else of the search tables is compared like any table.
+# The text index over `search_items` is each engine's own (DdlWords.words_only): SQLite's
+# FTS5 table without content (with its shadow tables), PostgreSQL's tsvector column and GIN
+# index. Everything else of the search tables is compared like any table.
 _SQLITE_TEXT_INDEX = re.compile(r"search_fts(_\w+)?$")
-_PG_TEXT_INDEX = {("search_items", "body_vector"), ("search_items", "search_items_body_idx")}
+_PG_TEXT_INDEX = {("search_items", "words"), ("search_items", "search_items_words_idx")}
 
 
 def _predicate_words(predicate: str, columns: set[str]) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from turnstore.records.base import WriterStats
 
 if TYPE_CHECKING:
     from turnstore.engine.waiters import EventWatch
-    from turnstore.records.search import HitRow
+    from turnstore.records.search import HitRow, IndexedWords, IndexItem
     from turnstore.rules.search import SearchQuery
     from turnstore.telemetry import StoreTelemetry
 
@@ -65,13 +65,24 @@ def marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
-def insert(row: type[tuple[Any, ...]], table: str, rest: str = "", **also: str) -> str:
+def insert(
+    row: type[tuple[Any, ...]],
+    table: str,
+    rest: str = "",
+    *,
+    set_: dict[str, str] | None = None,
+    **also: str,
+) -> str:
     """An INSERT of `row`'s fields, in order, into `table`: a `row` is its parameters.
 
+    A field is set to its parameter, or to `set_[field]` (an expression holding one `?`);
     `also` names more columns, each set to an expression that takes no parameter.
     """
-    names = [*cast(Any, row)._fields, *also]
-    values = [*"?" * len(cast(Any, row)._fields), *also.values()]
+    fields = cast(Any, row)._fields
+    if unknown := sorted(set(set_ or {}) - set(fields)):
+        raise TypeError(f"insert() of {row.__name__}: no field to set named {unknown}")
+    names = [*fields, *also]
+    values = [*((set_ or {}).get(name, "?") for name in fields), *also.values()]
     return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(values)}){rest}"
 
 
@@ -112,15 +123,36 @@ class _InIds:
         return self._pattern.format(column=column)
 
 
+class TextAdding(Protocol):
+    """One transaction's additions to the text index: rows of `search_items` and their words."""
+
+    def add(self, items: Sequence[IndexItem]) -> None:
+        """Write these items' rows (their words reach the index by `done` at the latest)."""
+
+    def done(self) -> None:
+        """Put every word added into the text index; once, before the transaction ends."""
+
+
 class TextSearch(Protocol):
     """A database's text index over `search_items`: what differs in adding text and searching it.
 
-    The scripts write `search_items` and read pages of hits the same way on every database;
-    each database keeps its own index, and its own SQL for it, behind these calls.
+    The scripts read and delete `search_items` rows and read pages of hits the same way on
+    every database; each database keeps its own index, and its own SQL for it, behind these
+    calls. Neither keeps the text: SQLite's FTS5 table has no content, so a row leaving
+    `search_items` must hand it the words it was indexed by (`removes_by_words`).
     """
 
-    def adding(self, tx: Tx) -> Callable[[], None]:
-        """Before `tx` adds rows to `search_items`: the call that puts them in the text index."""
+    removes_by_words: bool
+    """Whether the index must be handed a row's words to forget it (`remove`)."""
+
+    def adding(self, tx: Tx) -> TextAdding:
+        """Before `tx` adds rows to `search_items`: what adds them and their words."""
+
+    def remove(self, tx: Tx, words: Sequence[IndexedWords]) -> None:
+        """Take these rows' words out of the index (before or after their rows are deleted)."""
+
+    def rebuild(self, tx: Tx, words: Sequence[IndexedWords]) -> None:
+        """Empty the index and index these rows' words again (when some row's are unknown)."""
 
     def hits(self, tx: Tx, query: SearchQuery) -> list[HitRow]:
         """The hit rows of `query`'s page in its order, one more when another page follows."""

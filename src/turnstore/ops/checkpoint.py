@@ -53,6 +53,7 @@ from turnstore.rules.values import collection, encoded_text, json_value, require
 from turnstore.scripts import (
     checkpoints,
     context_items,
+    context_reads,
     conversations,
     journals,
     search,
@@ -276,14 +277,14 @@ def context_tail(session_id: str, limit: int | None) -> Steps[list[Any]]:
     """Load a session's newest context items, oldest first, without the rest."""
     session_id = validate_session_id(session_id)
     checked = tail_limit(limit)
-    return (yield from read(lambda tx: context_items.tail(tx, session_id, checked)))
+    return (yield from read(lambda tx: context_reads.tail(tx, session_id, checked)))
 
 
 def context_window(session_id: str, before: int | None, limit: int | None) -> Steps[ContextWindow]:
     """Load the newest `limit` context items before index `before`, with the sequence."""
     session_id = validate_session_id(session_id)
     end, count = window_bound(before, "before"), window_bound(limit, "limit")
-    return (yield from read(lambda tx: context_items.window(tx, session_id, end, count)))
+    return (yield from read(lambda tx: context_reads.window(tx, session_id, end, count)))
 
 
 def replace_context(

@@ -31,7 +31,7 @@ from turnstore.rules.validation import (
     validate_session_id,
     validate_session_ids,
 )
-from turnstore.scripts import checkpoints, sessions
+from turnstore.scripts import checkpoints, search_cuts, sessions
 from turnstore.scripts import langgraph as scripts
 from turnstore.scripts import langgraph_upkeep as upkeep
 
@@ -63,10 +63,10 @@ def put(
     channels (their lists sent whole) is stored instead, and its result returned.
     """
     checked = _checked_put(request)
-    result = yield from write(lambda tx: scripts.put(tx, checked))
+    result = yield from write(lambda tx: scripts.put(tx, checked, search_cuts.langgraph_put))
     if result.missing and whole is not None:
         again = _checked_put(whole(list(result.missing)))
-        result = yield from write(lambda tx: scripts.put(tx, again))
+        result = yield from write(lambda tx: scripts.put(tx, again, search_cuts.langgraph_put))
     return result
 
 

@@ -65,6 +65,25 @@ class HitRow(NamedTuple):
     written_at_ms: int
 
 
+class IndexItem(NamedTuple):
+    """One searchable item as the indexer adds it: where it is, and its words
+    (`rules.search_text`), which the text index keeps in its own form, never as text."""
+
+    session_id: str
+    sequence: int | None
+    item: int
+    in_context: bool
+    words: str
+
+
+class IndexedWords(NamedTuple):
+    """An indexed item's row id and the words it was indexed by: what FTS5 without content
+    must be handed to forget the row."""
+
+    item_id: int
+    words: str
+
+
 class SearchPage(Record, kw_only=True):
     """One page of search hits in the order asked; `next_cursor` is None on the last page."""
 

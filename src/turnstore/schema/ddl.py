@@ -48,11 +48,14 @@ class DdlWords:
     serial_key: str
     """A primary key numbered by the database in the order rows are inserted."""
     text_vector: str
-    """Columns a table of searchable `body` text adds for its text index, if any."""
+    """Columns a table of searchable `body` text adds for its text index, if any (schema 7)."""
     text_index: str
-    """The text index over `search_items.body` and whatever keeps it in step with the rows."""
+    """The text index over `search_items.body` and whatever keeps it in step (schema 7)."""
     clear_text_index: str
-    """Empties `search_items` and its text index at once (not row by row)."""
+    """Empties `search_items` and its text index at once (not row by row), as of schema 8."""
+    words_only: str
+    """Turns schema 8's text index into one that keeps no copy of the words: the index built
+    from `search_items.body` stays, `body` goes."""
 
 
 class _FlagChecks:
@@ -397,6 +400,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     DELETE FROM search_marks;
     UPDATE search_index_state SET built = NOT EXISTS (SELECT 1 FROM sessions),
         resume_after = NULL, caught_up_to = 0;
+    """,
+    ),
+    # 9: the search index keeps no second copy of the words. `search_items` keeps where each
+    # item is, and the text index only what finds and ranks it: SQLite's FTS5 table without
+    # content (a delete hands it the words again, read from the item itself), PostgreSQL's
+    # tsvector computed by the insert from the words it is given. Snippets are cut from the
+    # items as the store keeps them. The index is kept: it is filled from `body` before
+    # `body` is dropped, so no reindex is needed.
+    Migration(
+        "the search index without a second copy of the text (the index itself is kept)",
+        """
+    {words_only}
     """,
     ),
 )

@@ -10,7 +10,6 @@ from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, JournalEvent, SessionSummary
 from turnstore.records.context import Context, ContextMark
 from turnstore.records.kinds import Storage, kind_of
-from turnstore.records.kinds.turnstore import KIND as CHECKPOINT
 from turnstore.rules.context import (
     ContextWrite,
     StoredContext,
@@ -29,6 +28,7 @@ from turnstore.rules.saves import (
 from turnstore.rules.stored import check_checkpoint_row, check_context_length, valid_stored
 from turnstore.rules.validation import identifier, validate_stored_checkpoint
 from turnstore.scripts import journals, search_cuts, sessions
+from turnstore.scripts.context_reads import StoredChunk
 from turnstore.scripts.sessions import Branch
 
 
@@ -41,13 +41,6 @@ class LockedSession(NamedTuple):
     context_length: int
     context_tail: bytes | None
     kind: str | None
-
-
-class StoredChunk(NamedTuple):
-    """One stored run of context items, starting at context index `start`."""
-
-    start: int
-    items_json: str
 
 
 class StoredCheckpoint(NamedTuple):
@@ -160,7 +153,7 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
         plan = plan_context_write(None, save.context_epoch, save.context, checked=True)
         events = journals.plan_events(0, save.events, deltas)
         if sessions.insert(tx, save, plan, latest_event=_latest(events, 0)):
-            return _append(tx, save, plan, events, CHECKPOINT.name)
+            return _append(tx, save, plan, events)
         # Another writer created the session after our lookup; continue as an update under
         # its row lock.
         locked = relocked(tx.row(sql.lock_session, (save.session_id,)), "save")
@@ -168,8 +161,12 @@ def save(tx: Tx, save: PreparedSave, origin: object = None) -> list[JournalEvent
         deltas = journals.send_step_deltas(tx, save.session_id, save.events)
     latest = locked.latest_event_sequence
     events = journals.plan_events(latest, save.events, deltas)
+    if kind_of(locked.kind).storage is Storage.CONTEXT:
+        # A save to a session of items may have changed any item: its context is indexed
+        # anew, unindexed here while the items it indexed can still be read.
+        search_cuts.cut_context(tx, save.session_id, 0)
     plan = _advance(tx, save, locked, origin, _latest(events, latest))
-    return _append(tx, save, plan, events, locked.kind)
+    return _append(tx, save, plan, events)
 
 
 def _latest(events: EventWrite | None, latest: int) -> int:
@@ -232,14 +229,11 @@ def _advance(
 
 
 def _append(
-    tx: Tx, save: PreparedSave, plan: ContextWrite, events: EventWrite | None, kind: str | None
+    tx: Tx, save: PreparedSave, plan: ContextWrite, events: EventWrite | None
 ) -> list[JournalEvent]:
     """Write what a save appends: context chunk, transcript batch, execution, events (the
     search index takes what was appended off the save path)."""
     insert_items(tx, save, plan)
-    if kind_of(kind).storage is Storage.CONTEXT:
-        # A save to a session of items may have changed any item: its context is indexed anew.
-        search_cuts.cut_context(tx, save.session_id, 0)
     if save.execution is not None:
         started_at_ms, record_json = save.execution
         row = ExecutionInsert(save.session_id, save.sequence, record_json, started_at_ms)
@@ -329,6 +323,7 @@ def delete(tx: Tx, session_ids: list[str]) -> bool:
             break
     tx.run(sql.delete_state_scopes, (id_list(tree),))
     tx.run(sql.orphan_attachments, (id_list(tree),))
+    search_cuts.drop_sessions(tx, tree)
     tx.run(sql.delete_ids, (id_list(tree),))
     return True
 

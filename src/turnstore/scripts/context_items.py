@@ -14,7 +14,7 @@ import msgspec
 
 from turnstore.engine.protocol import Statements, Tx, select, update
 from turnstore.records.base import decode_stored, encode_json
-from turnstore.records.checkpoint import Checkpoint, ContextWindow
+from turnstore.records.checkpoint import Checkpoint
 from turnstore.records.kinds import Storage, kind_of
 from turnstore.rules.context import digest, plan_context_write
 from turnstore.rules.saves import (
@@ -24,16 +24,15 @@ from turnstore.rules.saves import (
     check_replace_start,
     relocked,
 )
-from turnstore.rules.stored import check_chunk_start, check_context_length
 from turnstore.scripts import search_cuts, sessions
 from turnstore.scripts.checkpoints import (
     CheckpointSql,
     ChunkInsert,
     StateWrite,
-    StoredChunk,
     TranscriptInsert,
     insert_items,
 )
+from turnstore.scripts.context_reads import ending_at, runs_from, tail
 
 
 class LockedContext(NamedTuple):
@@ -43,13 +42,6 @@ class LockedContext(NamedTuple):
     checkpoint_state_json: str
     context_length: int
     kind: str | None
-
-
-class Window(NamedTuple):
-    """The session-row columns a window read needs."""
-
-    latest_sequence: int
-    context_length: int
 
 
 class Advance(NamedTuple):
@@ -78,14 +70,6 @@ class ContextItemSql(Statements):
     """Statements of item-level context edits."""
 
     lock = select(LockedContext, "FROM sessions WHERE session_id = ?{lock}")
-    window = select(Window, "FROM sessions WHERE session_id = ?")
-    # The chunks from the one holding context index ? on: a tail read or a truncation
-    # touches these and no earlier chunk.
-    chunks_from = select(
-        StoredChunk,
-        "FROM context_chunks WHERE session_id = ? AND start >= (SELECT COALESCE(MAX(start), 0)"
-        " FROM context_chunks WHERE session_id = ? AND start <= ?) ORDER BY start",
-    )
     delete_chunks_from = "DELETE FROM context_chunks WHERE session_id = ? AND start >= ?"
     # Transcript batches that name a chunk about to change get its items back first.
     materialize_from = CheckpointSql.materialize_transcript + " AND context_start >= ?"
@@ -142,7 +126,7 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
         batch = TranscriptInsert(session_id, sequence, items_json=None, context_start=start)
         tx.run(checkpoint_sql.insert_transcript, batch)
     elif start:
-        runs = _runs_from(tx, session_id, start - 1)
+        runs = runs_from(tx, session_id, start - 1)
         tail = digest(encode_json(runs[0][1][start - 1 - runs[0][0]]))
     length = start + len(prepared.items)
     written = Advance(sequence, state_json, length, tail, prepared.first_user_message, session_id)
@@ -155,23 +139,6 @@ def _write_state(tx: Tx, prepared: PreparedAppend) -> None:
     upsert = tx.sql(CheckpointSql).upsert_state
     for scope, key, value_json in prepared.state:
         tx.run(upsert, StateWrite(scope, key, value_json))
-
-
-def _runs_from(tx: Tx, session_id: str, index: int) -> list[tuple[int, list[Any]]]:
-    """The context chunks from the one holding `index` on, decoded: (start, items) each."""
-    runs = []
-    expected = None
-    for run in tx.rows(tx.sql(ContextItemSql).chunks_from, (session_id, session_id, index)):
-        check_chunk_start(expected, run.start, session_id)
-        items = decode_stored(run.items_json, list[Any], "checkpoint context", session_id)
-        runs.append((run.start, items))
-        expected = run.start + len(items)
-    return runs
-
-
-def _ending_at(runs: list[tuple[int, list[Any]]], length: int, session_id: str) -> None:
-    """Refuse chunks that do not end where the session row says the context ends."""
-    check_context_length(runs[-1][0] + len(runs[-1][1]) if runs else 0, length, session_id)
 
 
 def _cut(
@@ -189,8 +156,8 @@ def _cut(
     tail = None
     if read or keep:
         # From the chunk holding the last kept item (its digest becomes the tail) on.
-        runs = _runs_from(tx, session_id, max(keep - 1, 0))
-        _ending_at(runs, length, session_id)
+        runs = runs_from(tx, session_id, max(keep - 1, 0))
+        ending_at(runs, length, session_id)
         first_start, first_items = runs[0]
         flat = [item for _, items in runs for item in items]
         removed = flat[keep - first_start :] if keep else flat
@@ -223,9 +190,10 @@ def truncate(tx: Tx, session_id: str, drop: int | None) -> list[Any] | None:
     keep = 0 if drop is None else max(0, length - drop)
     if keep == length:
         return []
-    removed, tail = _cut(tx, session_id, length, keep, read=drop is not None)
     if kind_of(row.kind).storage is Storage.CONTEXT:
+        # Before the cut: the index is handed the words of the items while they are stored.
         search_cuts.cut_context(tx, session_id, keep)
+    removed, tail = _cut(tx, session_id, length, keep, read=drop is not None)
     sequence, state_json = _advanced(row, session_id)
     written = Advance(sequence, state_json, keep, tail, None, session_id)
     tx.run(tx.sql(ContextItemSql).advance, written)
@@ -297,24 +265,3 @@ def replace(
 def _stored_epoch(row: LockedContext, session_id: str) -> int:
     checkpoint = decode_stored(row.checkpoint_state_json, Checkpoint, "checkpoint", session_id)
     return checkpoint.context_epoch
-
-
-def window(tx: Tx, session_id: str, before: int | None, limit: int | None) -> ContextWindow:
-    """The newest `limit` items (all when None) before index `before` (the end when None)."""
-    row = tx.row(tx.sql(ContextItemSql).window, (session_id,))
-    if row is None:
-        return ContextWindow(items=[], start=0, length=0, sequence=0)
-    length = row.context_length
-    end = length if before is None else min(before, length)
-    first = 0 if limit is None else max(0, end - limit)
-    items: list[Any] = []
-    if end > first:
-        runs = _runs_from(tx, session_id, first)
-        _ending_at(runs, length, session_id)
-        items = [item for _, run in runs for item in run][first - runs[0][0] : end - runs[0][0]]
-    return ContextWindow(items=items, start=first, length=length, sequence=row.latest_sequence)
-
-
-def tail(tx: Tx, session_id: str, limit: int | None) -> list[Any]:
-    """The newest `limit` context items (all when None), oldest first; [] without a session."""
-    return window(tx, session_id, None, limit).items

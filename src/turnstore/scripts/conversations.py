@@ -21,7 +21,7 @@ from turnstore.records.langgraph import EMPTY, LIST, CheckpointRow, Typed
 from turnstore.rules.conversation import StoredConversation
 from turnstore.rules.langgraph_values import MAX_INFLATED, decode_value
 from turnstore.rules.pages import JournalQuery
-from turnstore.scripts import context_items, journals, sessions
+from turnstore.scripts import context_reads, journals, sessions
 from turnstore.scripts.langgraph import BlobRow, LangGraphSql, segments, versions_of
 
 ROOT_NS = ""
@@ -42,7 +42,7 @@ def stored(tx: Tx, session_id: str, request: ConversationRequest) -> StoredConve
         assert kind.channel is not None  # a kind stored in a channel names it
         _thread(tx, found, request, request.channel or kind.channel)
     else:
-        window = context_items.window(tx, session_id, request.before, request.limit)
+        window = context_reads.window(tx, session_id, request.before, request.limit)
         found.items, found.start, found.total = window.items, window.start, window.length
     return found
 

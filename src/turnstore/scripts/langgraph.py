@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from turnstore.engine.protocol import Query, Statements, Tx, columns, insert, select
@@ -37,7 +37,7 @@ from turnstore.records.langgraph import (
 from turnstore.rules.context import plan_context_write
 from turnstore.rules.saves import prepare_append
 from turnstore.rules.stored import check_list_items, stored_lineage
-from turnstore.scripts import search_cuts, sessions
+from turnstore.scripts import sessions
 
 MAX_DEPTH = 4
 """Lineages a list value may span before a branch copies its prefix into a new root."""
@@ -313,12 +313,18 @@ def _write_list(tx: Tx, request: PutRequest, write: ListWrite, lineage: int, new
     return write.start + len(write.items)
 
 
-def put(tx: Tx, request: PutRequest) -> PutResult:
+Unindex = Callable[[Tx, PutRequest, dict[str, tuple[int, bool] | None]], None]
+"""Called before a root checkpoint is written: the request, and where each list it writes goes
+(its lineage, and whether the put makes it)."""
+
+
+def put(tx: Tx, request: PutRequest, unindex: Unindex) -> PutResult:
     """Store a checkpoint and the channel versions it introduces, in one commit.
 
     Every list's lineage is checked before anything is written: when one is gone (its thread
     was deleted or pruned meanwhile), nothing is written and its channel comes back in
-    `missing`, to be sent again whole.
+    `missing`, to be sent again whole. A root checkpoint's `unindex` (`search_cuts`, which
+    reads threads through this module) is called first, with where its lists go.
     """
     sql = tx.sql(LangGraphSql)
     ensure_thread(tx, request.session_id, request.owner_id, request.first_user_message)
@@ -337,12 +343,8 @@ def put(tx: Tx, request: PutRequest) -> PutResult:
         _count_run(tx, request.session_id)
     stored: dict[str, tuple[int, int]] = {}
     if not request.checkpoint_ns:
-        # A list in a new lineage is a rewrite (or the first): its old items are unindexed.
-        rewritten = any(
-            write.channel == THREAD.channel and (places[write.channel] or (0, False))[1]
-            for write in request.lists
-        )
-        search_cuts.langgraph_put(tx, request.session_id, rewritten)
+        # Before anything is written: the list the search index read is still the newest.
+        unindex(tx, request, places)
     blob_rows = [_blob(request, blob.channel, blob.version, blob) for blob in request.blobs]
     for write in request.lists:
         place = places[write.channel]

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from turnstore.engine.protocol import Statements, Tx, matching, select
 from turnstore.records.langgraph import EMPTY, DeltaHistory, WriteRow
-from turnstore.scripts import sessions
+from turnstore.scripts import search_cuts, sessions
 from turnstore.scripts.langgraph import (
     BLOB_COLUMNS,
     CHECKPOINT_COLUMNS,
@@ -282,6 +282,13 @@ def delete_runs(tx: Tx, run_ids: list[str]) -> None:
         sessions.lock(tx, session_id)
     if not keys:
         return
+    doomed = set(keys)
+    for session_id in sorted({key[0] for key in keys}):
+        newest = tx.row(tx.sql(LangGraphSql).latest, (session_id, ""))
+        key = None if newest is None else CheckpointKey(*newest[:3])
+        if key in doomed:
+            # The list the search index read goes: unindexed while it can still be read.
+            search_cuts.langgraph_reset(tx, session_id)
     tx.many(sql.delete_checkpoint_writes, keys)
     tx.many(sql.delete_checkpoint, keys)
     for session_id in sorted({key[0] for key in keys}):
@@ -350,6 +357,8 @@ def copy(tx: Tx, source: str, target: str) -> bool:
     if not sessions.lock(tx, source):
         return False
     ensure_thread(tx, target, tx.value(tx.sql(LangGraphSql).owner, (source,)))
+    # The copy may make another checkpoint the target's newest: its list is read again.
+    search_cuts.langgraph_reset(tx, target)
     for statement in (
         sql.copy_lineages,
         sql.copy_all_items,

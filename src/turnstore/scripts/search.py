@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from turnstore.engine.protocol import Statements, Tx, insert, select
+from turnstore.engine.protocol import Statements, TextAdding, Tx, insert, select
 from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint
 from turnstore.records.figures import Derived
@@ -29,7 +29,7 @@ from turnstore.records.kinds.items import KIND as ITEMS
 from turnstore.records.kinds.langgraph import KIND as LANGGRAPH
 from turnstore.records.kinds.turnstore import KIND as CHECKPOINT
 from turnstore.records.protocol import SessionContext
-from turnstore.records.search import HitRow, ReindexProgress, SearchHit, SearchPage
+from turnstore.records.search import HitRow, IndexItem, ReindexProgress, SearchHit, SearchPage
 from turnstore.rules import search_text
 from turnstore.rules.pages import split_page
 from turnstore.rules.search import (
@@ -40,24 +40,15 @@ from turnstore.rules.search import (
     require_index_built,
     term_words,
 )
-from turnstore.scripts import context_items, conversations
+from turnstore.scripts import context_reads, conversations, search_words
 from turnstore.scripts.journals import JournalSql
+from turnstore.scripts.search_words import Indexed, SearchWordsSql
 
 CATCH_UP_SESSIONS = 100
 """Sessions the indexer looks at in one transaction."""
 CATCH_UP_MARGIN_S = 60
 """How far before the time of its last pass the indexer looks again: a write stamps its
 session's `updated_at` when its transaction begins, which may be before it commits."""
-
-
-class ItemInsert(NamedTuple):
-    """One searchable item as written."""
-
-    session_id: str
-    sequence: int | None
-    item: int
-    in_context: bool
-    body: str
 
 
 class IndexState(NamedTuple):
@@ -96,7 +87,6 @@ _PENDING = (
 class SearchSql(Statements):
     """Statements of the search index (its text index is the dialect's: `TextSearch`)."""
 
-    add = insert(ItemInsert, "search_items", written_at_ms="{now_ms}")
     drop_session = "DELETE FROM search_items WHERE session_id = ?"
     mark = select(Mark, "FROM search_marks WHERE session_id = ?")
     set_mark = insert(
@@ -130,14 +120,8 @@ class SearchSql(Statements):
 # --- adding text, off the save path ------------------------------------------------------------
 
 
-def _add(tx: Tx, rows: list[ItemInsert]) -> int:
-    if rows:
-        tx.many(tx.sql(SearchSql).add, rows)
-    return len(rows)
-
-
 def _index_session(
-    tx: Tx, session_id: str, row: Indexing, kind: SessionKind, mark: Mark | None
+    tx: Tx, adding: TextAdding, session_id: str, row: Indexing, kind: SessionKind, mark: Mark | None
 ) -> int:
     """Index what a session gained since `mark` (all of it without one), and derive the
     figures it carries (`SessionKind.figures`); items indexed."""
@@ -153,7 +137,7 @@ def _index_session(
             end = row.context_length
             # The item before them too: a figure may span items (an ADK run's time).
             before = 1 if start > 0 and kind.figures is not None else 0
-            items = context_items.window(tx, session_id, end, end - start + before).items
+            items = context_reads.window(tx, session_id, end, end - start + before).items
             gained = Gained(items[before:], start, items[0] if before else None)
     else:
         after = -1 if mark is None else mark.indexed_sequence
@@ -161,16 +145,18 @@ def _index_session(
         for batch in batches:
             items = decode_stored(batch.items_json, list[Any], "transcript", session_id)
             rows = [
-                ItemInsert(session_id, batch.sequence, index, False, body)
-                for index, body in index_texts(items)
+                IndexItem(session_id, batch.sequence, index, False, words)
+                for index, words in index_texts(items)
             ]
-            added += _add(tx, rows)
+            adding.add(rows)
+            added += len(rows)
     if gained.start is not None:
         rows = [
-            ItemInsert(session_id, None, gained.start + index, True, body)
-            for index, body in index_texts(gained.items)
+            IndexItem(session_id, None, gained.start + index, True, words)
+            for index, words in index_texts(gained.items)
         ]
-        added += _add(tx, rows)
+        adding.add(rows)
+        added += len(rows)
     _derive(tx, session_id, row, kind, mark, gained)
     done = Mark(session_id, row.latest_sequence, length)
     tx.run(tx.sql(SearchSql).set_mark, done)
@@ -233,7 +219,7 @@ def catch_up_batch(tx: Tx, sessions: int, wait: bool = False) -> int:
     if state is None:
         return 0
     now = int(tx.value(sql.now))
-    indexed = tx.dialect.text_search.adding(tx)
+    adding = tx.dialect.text_search.adding(tx)
     # In id order: the row locks are taken in the order every other multi-row write takes them.
     ids = sorted(tx.values(sql.pending, (state.caught_up_to, sessions)))
     held = 0
@@ -245,8 +231,8 @@ def catch_up_batch(tx: Tx, sessions: int, wait: bool = False) -> int:
             held += 1
         elif row.kind is not None:
             mark = tx.row(sql.mark, (session_id,))
-            _index_session(tx, session_id, row, kind_of(row.kind), mark)
-    indexed()
+            _index_session(tx, adding, session_id, row, kind_of(row.kind), mark)
+    adding.done()
     if len(ids) < sessions and not held:
         bound = now - CATCH_UP_MARGIN_S
         tx.run(sql.set_caught_up, (bound, bound))
@@ -292,25 +278,9 @@ def search(tx: Tx, query: SearchQuery) -> SearchPage:
 def _source_text(tx: Tx, row: HitRow) -> str:
     """The searchable text of a hit's item, read from where the store keeps the item: its
     transcript batch, its session's context, or its thread's list; "" if it is gone."""
-    item: Any = None
-    if row.sequence is not None:
-        batch = tx.row(tx.sql(JournalSql).transcript_batch, (row.session_id, row.sequence))
-        if batch is not None:
-            items = decode_stored(batch.items_json, list[Any], "transcript", row.session_id)
-            item = items[row.item] if row.item < len(items) else None
-    else:
-        kind = kind_of(row.kind)
-        found: tuple[list[Any], int] = ([], -1)
-        if kind.storage is Storage.CHANNEL and kind.channel is not None:
-            checkpoint = conversations.newest_root(tx, row.session_id)
-            if checkpoint is not None:
-                listed = conversations.list_window(tx, checkpoint, kind.channel, row.item + 1, 1)
-                found = (listed.items, listed.start)
-        else:
-            window = context_items.window(tx, row.session_id, row.item + 1, 1)
-            found = (window.items, window.start)
-        item = found[0][0] if found[0] and found[1] == row.item else None
-    return "" if item is None else item_text(item)
+    where = Indexed(row.item_id, row.session_id, row.sequence, row.item, row.sequence is None)
+    found = search_words.sources(tx, row.session_id, row.kind, [where])
+    return item_text(found[row.item_id]) if row.item_id in found else ""
 
 
 # --- building the index of sessions written before it ------------------------------------------
@@ -346,10 +316,11 @@ def rebuild_session(tx: Tx, session_id: str) -> int:
     if kind is None:
         kind = _guessed_kind(tx, session_id, row)
         tx.run(sql.set_kind, (kind, session_id))
+    search_words.forget_where(tx, tx.sql(SearchWordsSql).of_session, (session_id,))
     tx.run(sql.drop_session, (session_id,))
-    indexed = tx.dialect.text_search.adding(tx)
-    added = _index_session(tx, session_id, row, kind_of(kind), None)
-    indexed()
+    adding = tx.dialect.text_search.adding(tx)
+    added = _index_session(tx, adding, session_id, row, kind_of(kind), None)
+    adding.done()
     return added
 
 

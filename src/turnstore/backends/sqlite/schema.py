@@ -16,10 +16,8 @@ WORDS = DdlWords(
     hash="",
     serial_key="INTEGER PRIMARY KEY",
     text_vector="",
-    # External content: the text is stored once, in search_items. The indexer adds its new
-    # rows to the FTS5 index in one statement a transaction (an insert trigger costs FTS5
-    # four times as much: it flushes its pending terms per row); triggers remove deleted
-    # rows, cascaded deletes included.
+    # Schema 7's (schema 9 replaces it: `words_only`): external content, the text stored
+    # in search_items, triggers removing deleted rows, cascaded deletes included.
     text_index="""
     CREATE VIRTUAL TABLE search_fts USING fts5(
         body, content='search_items', content_rowid='item_id',
@@ -33,7 +31,7 @@ WORDS = DdlWords(
         INSERT INTO search_fts (rowid, body) VALUES (new.item_id, new.body);
     END;
     """,
-    # Row by row, the trigger would hand FTS5 each row's words to take out.
+    # Schema 8's: row by row, the trigger would hand FTS5 each row's words to take out.
     clear_text_index="""
     DROP TRIGGER search_items_removed;
     DELETE FROM search_items;
@@ -41,6 +39,20 @@ WORDS = DdlWords(
     CREATE TRIGGER search_items_removed AFTER DELETE ON search_items BEGIN
         INSERT INTO search_fts (search_fts, rowid, body) VALUES ('delete', old.item_id, old.body);
     END;
+    """,
+    # Schema 9: FTS5 without content, filled from the words `body` still holds, so the index
+    # survives the migration; then `body` goes. Without content FTS5 cannot read a row's
+    # words back, so the scripts hand them to it to forget a row (`scripts/search_words.py`),
+    # and no trigger can: the triggers go too.
+    words_only="""
+    DROP TRIGGER search_items_removed;
+    DROP TRIGGER search_items_changed;
+    DROP TABLE search_fts;
+    CREATE VIRTUAL TABLE search_fts USING fts5(
+        body, content='', tokenize='unicode61 remove_diacritics 2'
+    );
+    INSERT INTO search_fts (rowid, body) SELECT item_id, body FROM search_items;
+    ALTER TABLE search_items DROP COLUMN body;
     """,
 )
 """SQLite's words for the shared DDL."""
