@@ -190,7 +190,8 @@ def test_a_failing_target_stops_the_copy_and_a_rerun_completes_it(source_path, o
     from turnstore.integrations.langgraph_move import copy_threads, verify_threads
 
     source = read_only_saver(source_path)
-    put, calls = TurnstoreSaver.put, []
+    # The call a copy into turnstore makes: a checkpoint with its writes, one commit.
+    put, calls = TurnstoreSaver.put_with_writes, []
 
     def failing(self: Any, *args: Any) -> Any:
         calls.append(1)
@@ -198,10 +199,10 @@ def test_a_failing_target_stops_the_copy_and_a_rerun_completes_it(source_path, o
             raise OSError("disk gone")
         return put(self, *args)
 
-    monkeypatch.setattr(TurnstoreSaver, "put", failing)
+    monkeypatch.setattr(TurnstoreSaver, "put_with_writes", failing)
     with pytest.raises(OSError, match="disk gone"):
         copy_threads(source, ours)
-    monkeypatch.setattr(TurnstoreSaver, "put", put)
+    monkeypatch.setattr(TurnstoreSaver, "put_with_writes", put)
     report = copy_threads(source, ours)
     assert report.present_count == 4
     assert verify_threads(source, ours).difference is None

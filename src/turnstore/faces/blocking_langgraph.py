@@ -28,15 +28,19 @@ class BlockingLangGraphTables:
         self._driver = driver
 
     def put(
-        self, request: PutRequest, whole: Callable[[list[str]], PutRequest] | None = None
+        self,
+        request: PutRequest,
+        whole: Callable[[list[str]], PutRequest] | None = None,
+        writes: Sequence[WritesRequest] = (),
     ) -> PutResult:
-        """Store a checkpoint and its new channel versions in one commit.
+        """Store a checkpoint and its new channel versions in one commit, `writes` (pending
+        writes on that checkpoint) in the same one.
 
         A list sent as new items of a lineage that is gone comes back `missing`, unless
         `whole` is given: it builds the request again with those channels' lists whole
         (from their names), and that request is stored.
         """
-        return self._driver.run(langgraph_ops.put(request, whole))
+        return self._driver.run(langgraph_ops.put(request, whole, writes))
 
     def put_writes(self, request: WritesRequest) -> None:
         """Store a task's pending writes on a checkpoint."""

@@ -48,6 +48,8 @@ KNOWN_CHANNELS = 1024
 KNOWN_VERSIONS = 4
 """Recent versions remembered per list channel (a run resumed from an older one finds it)."""
 _INLINE = (str, int, float, bool)
+PendingWrites = tuple[str, str, Sequence[tuple[str, Any]]]
+"""One `put_writes` call's arguments: task id, task path, its (channel, value) writes."""
 SHARING: ContextVar[bool] = ContextVar("turnstore_langgraph_sharing", default=False)
 """Whether reads in this context may return list items shared with earlier reads
 (`TurnstoreSaver.shared_reads`)."""

@@ -18,9 +18,8 @@ guessed from equal-looking values; a list that does not extend a known one is st
 as a new lineage, once. Reading any checkpoint reads each list's items in at most five
 ranges. One saver serves the sync and the async API over the same store: it borrows the store
 through `turnstore.seam`, and each method is one call of the LangGraph tables
-(`store.langgraph`, a listing one call a page): of the blocking face for the sync API, of the
-async face for the async one. The operation behind each call is written once, as steps, in
-the store; the saver only encodes before the call and decodes after it.
+(`store.langgraph`, a listing one call a page) of the blocking face, or of the async one for
+the async API; the saver only encodes before the call and decodes after it.
 """
 
 from __future__ import annotations
@@ -68,6 +67,7 @@ with requires_extra(__name__, "LangGraph", "langgraph"):
         SHARING,
         CheckpointEncoding,
         Known,
+        PendingWrites,
         config_of,
         owner_of,
         session_id,
@@ -143,10 +143,9 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
 
     @contextmanager
     def shared_reads(self) -> Iterator[None]:
-        """A block whose reads (in this thread or task) return lists whose items are the same
-        objects as an earlier read's where the stored items are the same, decoding only the
-        rest: for a copy that reads a thread's checkpoints one after another. Do not change
-        the values it returns; outside the block every read decodes anew."""
+        """A block whose reads (this thread's or task's) decode only the list items an earlier
+        read of the same lineage did not, sharing those objects: for a copy reading a thread's
+        checkpoints in turn. Do not change what it returns; outside it, reads decode anew."""
         token = SHARING.set(True)
         try:
             yield
@@ -154,8 +153,7 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
             SHARING.reset(token)
 
     def deferred_durability(self) -> AbstractContextManager[None]:
-        """A block whose puts are answered before they reach the disk, durable at its end
-        (`BlockingStore.deferred_durability`): for copies that can be run again."""
+        """A block whose puts are durable at its end (`BlockingStore.deferred_durability`)."""
         return self._open().blocking.deferred_durability()
 
     # --- what a call needs before and after the store ---------------------------------------
@@ -306,6 +304,23 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
         request = self._put_request(config, checkpoint, metadata, new_versions, set())
         whole = self._whole(config, checkpoint, metadata, new_versions)
         return self._stored(config, checkpoint, request, tables.put(request, whole))
+
+    def put_with_writes(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        writes: Sequence[PendingWrites],
+    ) -> RunnableConfig:
+        """`put`, then each (task id, task path, writes) call of `put_writes` on the checkpoint
+        stored, in one commit: for a copy holding a checkpoint and its writes at once."""
+        tables = self._open().blocking.langgraph
+        request = self._put_request(config, checkpoint, metadata, new_versions, set())
+        whole = self._whole(config, checkpoint, metadata, new_versions)
+        stored = config_of(target_of(config).thread_id, request.checkpoint_ns, checkpoint["id"])
+        pending = [self._writes(stored, items, task, path) for task, path, items in writes]
+        return self._stored(config, checkpoint, request, tables.put(request, whole, pending))
 
     def put_writes(
         self,

@@ -231,9 +231,17 @@ class _ThreadCopy:
         checkpoint = shared_values(item.checkpoint, parent)
         config = config_of(self.thread_id, place.checkpoint_ns, parent_id)
         config["configurable"].update(self._owner(item))
-        self.target.put(config, checkpoint, item.metadata, new_versions(checkpoint, parent))
+        versions = new_versions(checkpoint, parent)
+        writes = item.pending_writes or []
+        if isinstance(self.target, TurnstoreSaver):
+            # One commit for the checkpoint and its writes, where LangGraph's API takes two.
+            calls = _write_calls(writes, paths)
+            self.target.put_with_writes(config, checkpoint, item.metadata, versions, calls)
+            self.report.write_count += len(writes)
+        else:
+            self.target.put(config, checkpoint, item.metadata, versions)
+            self.report.write_count += self._put_writes(place, writes, paths)
         self.report.checkpoint_count += 1
-        self.report.write_count += self._put_writes(place, item.pending_writes or [], paths)
         self._keep(place, checkpoint)
 
     def _existing(self, place: Place) -> CheckpointTuple | None:
@@ -285,21 +293,28 @@ class _ThreadCopy:
     def _put_writes(
         self, place: Place, writes: Sequence[tuple[str, str, Any]], paths: dict[str, str]
     ) -> int:
-        """Put a checkpoint's writes task by task, each with its task path, in the calls
-        that give each write its index again: a task's ordinary writes in one call (index
-        0, 1, …), each special write (error, interrupt, …) alone (its fixed index)."""
-        if not writes:
-            return 0
+        """Put a checkpoint's writes, call by call (`_write_calls`)."""
         config = config_of(*place)
-        tasks: dict[str, list[tuple[str, Any]]] = {}
-        for task_id, channel, value in writes:
-            if channel in WRITES_IDX_MAP:
-                self.target.put_writes(config, [(channel, value)], task_id, paths.get(task_id, ""))
-            else:
-                tasks.setdefault(task_id, []).append((channel, value))
-        for task_id, task_writes in tasks.items():
-            self.target.put_writes(config, task_writes, task_id, paths.get(task_id, ""))
+        for task_id, path, task_writes in _write_calls(writes, paths):
+            self.target.put_writes(config, task_writes, task_id, path)
         return len(writes)
+
+
+def _write_calls(
+    writes: Sequence[tuple[str, str, Any]], paths: dict[str, str]
+) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+    """A checkpoint's writes as the `put_writes` calls that give each write its index again,
+    each with its task path: a task's ordinary writes in one call (index 0, 1, …), each
+    special write (error, interrupt, …) alone (its fixed index)."""
+    calls: list[tuple[str, str, list[tuple[str, Any]]]] = []
+    tasks: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in writes:
+        if channel in WRITES_IDX_MAP:
+            calls.append((task_id, paths.get(task_id, ""), [(channel, value)]))
+        else:
+            tasks.setdefault(task_id, []).append((channel, value))
+    calls += [(task_id, paths.get(task_id, ""), found) for task_id, found in tasks.items()]
+    return calls
 
 
 async def acopy_threads(

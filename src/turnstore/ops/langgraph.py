@@ -54,24 +54,35 @@ def _checked_put(request: PutRequest) -> PutRequest:
 
 
 def put(
-    request: PutRequest, whole: Callable[[list[str]], PutRequest] | None = None
+    request: PutRequest,
+    whole: Callable[[list[str]], PutRequest] | None = None,
+    writes: Sequence[WritesRequest] = (),
 ) -> Steps[PutResult]:
-    """Store a checkpoint and its new channel versions in one commit.
+    """Store a checkpoint and its new channel versions in one commit, with `writes` (pending
+    writes on that checkpoint) in the same commit.
 
     A list sent as the new items of a lineage that is gone (pruned, or its thread deleted)
     writes nothing and comes back `missing`; given `whole`, the request it builds for those
     channels (their lists sent whole) is stored instead, and its result returned.
     """
     checked = _checked_put(request)
-    result = yield from write(lambda tx: scripts.put(tx, checked, search_cuts.langgraph_put))
+    pending = [_checked_writes(one) for one in writes if one.rows]
+
+    def store(tx: Tx, stored: PutRequest) -> PutResult:
+        result = scripts.put(tx, stored, search_cuts.langgraph_put)
+        if not result.missing:
+            for one in pending:
+                scripts.put_writes(tx, one)
+        return result
+
+    result = yield from write(lambda tx: store(tx, checked))
     if result.missing and whole is not None:
         again = _checked_put(whole(list(result.missing)))
-        result = yield from write(lambda tx: scripts.put(tx, again, search_cuts.langgraph_put))
+        result = yield from write(lambda tx: store(tx, again))
     return result
 
 
-def put_writes(request: WritesRequest) -> Steps[None]:
-    """Store a task's pending writes on a checkpoint."""
+def _checked_writes(request: WritesRequest) -> WritesRequest:
     validate_session_id(request.session_id)
     optional_identifier(request.owner_id, "owner ID")
     identifiers((request.checkpoint_ns, request.checkpoint_id), "checkpoint identifier")
@@ -79,8 +90,14 @@ def put_writes(request: WritesRequest) -> Steps[None]:
     identifiers((row.task_path for row in request.rows), "task path")
     identifiers((row.channel for row in request.rows), "channel name")
     identifiers((row.value_type for row in request.rows), "serializer type tag")
-    if request.rows:
-        yield from write(lambda tx: scripts.put_writes(tx, request))
+    return request
+
+
+def put_writes(request: WritesRequest) -> Steps[None]:
+    """Store a task's pending writes on a checkpoint."""
+    checked = _checked_writes(request)
+    if checked.rows:
+        yield from write(lambda tx: scripts.put_writes(tx, checked))
 
 
 def get(
