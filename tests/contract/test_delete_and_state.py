@@ -16,6 +16,7 @@ from turnstore import (
     EventPageRequest,
     ExecutionPageRequest,
     ExecutionRecord,
+    InvalidInput,
     TranscriptPageRequest,
 )
 from turnstore.events import (
@@ -234,3 +235,20 @@ async def test_middleware_state_needs_no_session(store, database):
     await store.save_state("no-such-session", "key", {"a": 1})
     assert await store.load_state("no-such-session", "key") == {"a": 1}
     assert database.count("sessions") == 0
+
+
+async def test_load_states_reads_one_key_of_many_scopes_at_once(store):
+    """load_states gives each scope's value of the key, by scope, leaving out scopes without
+    one; a list of scope names beyond its cap, or not a list, is refused."""
+    await store.save_state("a", "record", {"n": 1})
+    await store.save_state("b", "record", None)
+    await store.save_state("b", "other", 2)
+    await store.save_state("c", "other", 3)
+    found = await store.load_states(["a", "b", "c", "missing"], "record")
+    assert found == {"a": {"n": 1}, "b": None}
+    assert await store.load_states([], "record") == {}
+    assert await store.load_states(("c",), "other") == {"c": 3}
+    with pytest.raises(InvalidInput):
+        await store.load_states("abc", "record")
+    with pytest.raises(InvalidInput):
+        await store.load_states([f"s{n}" for n in range(1001)], "record")

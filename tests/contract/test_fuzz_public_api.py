@@ -883,6 +883,7 @@ CASE_LIST = [
         (p(GOOD_IDS), p(st.integers(0, 3)), p(st.integers(0, 4)), ITEMS, p(st.integers(0, 2))),
     ),
     Case("load_state", (p(GOOD_IDS), p(GOOD_IDS))),
+    Case("load_states", (ID_COLLECTIONS, p(GOOD_IDS))),
     Case("save_state", (p(GOOD_IDS), p(GOOD_IDS), STATE_VALUES), after=state_comes_back),
     Case("load_session", (SCOPES,), runtime=True),
     Case("load_node", (p(GOOD_IDS),), runtime=True),

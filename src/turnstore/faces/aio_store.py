@@ -303,6 +303,10 @@ class Store:
         """Load one middleware state value, or None."""
         return await self._driver.run(checkpoint_ops.load_state(scope, key))
 
+    async def load_states(self, scopes: Sequence[str], key: str) -> dict[str, Any]:
+        """Load one middleware state key's value in each scope that has one, by scope."""
+        return await self._driver.run(checkpoint_ops.load_states(scopes, key))
+
     async def load_state_scope(self, scope: str) -> dict[str, Any]:
         """Load every middleware state value of one scope, by key."""
         return await self._driver.run(checkpoint_ops.load_state_scope(scope))

@@ -284,6 +284,10 @@ class BlockingStore:
         """Load one middleware state value, or None."""
         return self._driver.run(checkpoint_ops.load_state(scope, key))
 
+    def load_states(self, scopes: Sequence[str], key: str) -> dict[str, Any]:
+        """Load one middleware state key's value in each scope that has one, by scope."""
+        return self._driver.run(checkpoint_ops.load_states(scopes, key))
+
     def load_state_scope(self, scope: str) -> dict[str, Any]:
         """Load every middleware state value of one scope, by key."""
         return self._driver.run(checkpoint_ops.load_state_scope(scope))

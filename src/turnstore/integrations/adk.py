@@ -356,10 +356,13 @@ class TurnstoreSessionService(BaseSessionService):
         while True:
             request = SessionPageRequest(limit=PAGE, owner_id=user_id, cursor=cursor)
             page = await self.store.list_sessions_page(request)
-            for summary in page.sessions:
-                if not summary.session_id.startswith(prefix):
-                    continue
-                session = await self._summary_session(summary.session_id, scopes)
+            mine = [one for one in page.sessions if one.session_id.startswith(prefix)]
+            # The page's session records in one read, not one a session.
+            records = await self.store.load_states([one.session_id for one in mine], SESSION_KEY)
+            for summary in mine:
+                session = await self._summary_session(
+                    summary.session_id, records.get(summary.session_id), scopes
+                )
                 if session is not None:
                     found.append(session)
                 if len(found) == limit:
@@ -373,9 +376,10 @@ class TurnstoreSessionService(BaseSessionService):
             if cursor is None:
                 return SessionsPage(sessions=found, next_cursor=None)
 
-    async def _summary_session(self, tid: str, scopes: dict[str, dict[str, Any]]) -> Session | None:
+    async def _summary_session(
+        self, tid: str, record: dict[str, Any] | None, scopes: dict[str, dict[str, Any]]
+    ) -> Session | None:
         app_name, user_id, session_id = (_unescape(part) for part in tid[len(PREFIX) :].split("/"))
-        record = await self.store.load_state(tid, SESSION_KEY)
         if record is None:
             return None
         return Session(

@@ -8,6 +8,7 @@ from typing import Any, TypeVar, cast
 from turnstore.drivers import indexer
 from turnstore.drivers.steps import Steps, call, origin, read, write
 from turnstore.engine.protocol import Engine, Tx
+from turnstore.errors import InvalidInput
 from turnstore.records.checkpoint import (
     Checkpoint,
     ContextWindow,
@@ -230,6 +231,19 @@ def load_state(scope: str, key: str) -> Steps[Any]:
     """Load one middleware state value, or None."""
     scope, key = text(scope, "scope"), text(key, "key")
     return (yield from read(lambda tx: checkpoints.load_state(tx, scope, key)))
+
+
+MAX_STATE_SCOPES = 1000
+"""Scopes one `load_states` reads: a page of sessions at a time, with room."""
+
+
+def load_states(scopes: Sequence[str], key: str) -> Steps[dict[str, Any]]:
+    """Load one middleware state key's value in each scope that has one, by scope."""
+    checked = [text(scope, "scope") for scope in collection(scopes, "scopes")]
+    if len(checked) > MAX_STATE_SCOPES:
+        raise InvalidInput(f"load_states reads at most {MAX_STATE_SCOPES} scopes at once")
+    key = text(key, "key")
+    return (yield from read(lambda tx: checkpoints.load_states(tx, checked, key)))
 
 
 def load_state_scope(scope: str) -> Steps[dict[str, Any]]:

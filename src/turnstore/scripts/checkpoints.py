@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from turnstore.engine.protocol import Statements, Tx, insert, select
@@ -55,6 +55,13 @@ class StateEntry(NamedTuple):
     """One middleware state value of a scope, still JSON-encoded."""
 
     key: str
+    value_json: str
+
+
+class ScopedState(NamedTuple):
+    """One scope's value of a middleware state key, still JSON-encoded."""
+
+    scope: str
     value_json: str
 
 
@@ -133,6 +140,7 @@ class CheckpointSql(Statements):
     )
     state = "SELECT value_json FROM middleware_state WHERE scope = ? AND key = ?"
     scope_state = select(StateEntry, "FROM middleware_state WHERE scope = ? ORDER BY key")
+    scopes_state = select(ScopedState, "FROM middleware_state WHERE {ids:scope} AND key = ?")
 
 
 # --- saves -------------------------------------------------------------------------------------
@@ -350,6 +358,16 @@ def save_state(tx: Tx, scope: str, key: str, value_json: str) -> None:
     """Replace one middleware state value."""
     scope, key = _state_key(scope, key)
     tx.run(tx.sql(CheckpointSql).upsert_state, StateWrite(scope, key, value_json))
+
+
+def load_states(tx: Tx, scopes: Sequence[str], key: str) -> dict[str, Any]:
+    """One middleware state key's value in each of `scopes` that has one, by scope."""
+    scopes = [identifier(scope, "middleware state scope") for scope in scopes]
+    key = identifier(key, "middleware state key")
+    if not scopes:
+        return {}
+    rows = tx.rows(tx.sql(CheckpointSql).scopes_state, (tx.dialect.id_list(scopes), key))
+    return {row.scope: decode_stored(row.value_json, Any, "middleware state") for row in rows}
 
 
 def load_state_scope(tx: Tx, scope: str) -> dict[str, Any]:
