@@ -74,6 +74,15 @@ def test_an_error_in_the_block_keeps_what_it_wrote(store_url):
         assert store.load("failing") is not None
 
 
+def test_a_store_closed_in_the_block_ends_it_quietly(store_url):
+    store = turnstore.open_blocking(store_url, index_in_background=False)
+    with store.deferred_durability():
+        store.save(_checkpoint("closed", 1), [])
+        store.close()
+    with turnstore.open_blocking(store_url, index_in_background=False) as again:
+        assert again.load("closed") is not None
+
+
 async def test_the_async_face_defers_too(store_url):
     store = turnstore.open(store_url, index_in_background=False)
     try:

@@ -163,7 +163,9 @@ class _Driver:
         finally:
             DEFERRED.reset(token)
             # Also after an error: the writes the block was answered for are made durable.
-            self.engine.sync()
+            # A store closed in the block already made them so (its writes were committed).
+            if not self.closed:
+                self.engine.sync()
 
     def _observe(self, steps: Steps[Any], session_id: object) -> telemetry.Operation | None:
         """The operation's span and timing, or None: telemetry off, or no SDK listening."""
