@@ -166,7 +166,7 @@ class BlockingAsAsync:
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._store, name)
-        if name == "upkeep":  # the operators' face, its methods awaitable the same way
+        if name in ("upkeep", "memory"):  # faces of their own, their methods awaitable too
             return BlockingAsAsync(method)
         if name in ("writer_stats", "backend") or not callable(method):
             return method

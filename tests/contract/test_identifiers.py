@@ -557,6 +557,12 @@ async def test_a_user_message_with_nul_in_parts_is_counted_and_shown(store):
 # --- the audit: every text column a caller's string reaches ------------------------------------
 
 IDENTIFIER_COLUMNS = {
+    ("memory_items", "namespace"),
+    ("memory_items", "item_key"),
+    ("memory_items", "owner_id"),
+    ("memory_vectors", "namespace"),
+    ("memory_vectors", "item_key"),
+    ("memory_vectors", "field"),
     ("middleware_state", "scope"),
     ("middleware_state", "key"),
     ("sessions", "session_id"),

@@ -1,12 +1,12 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
-The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6, 7, 8
-and 9 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`,
+The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6, 7, 8,
+9 and 10 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`,
 run by the next two, which adds a model step left streaming, `make_schema_v6.py`, which adds a
 session of items with a popped item, `make_schema_v7.py`, which adds a session of each
-framework, and `make_schema_v8.py`, which adds two indexed sessions sharing words): a SQLite
-file and a PostgreSQL schema dumped as SQL per version. `test_search.py`
-searches the migrated ones once reindexed. Every test runs on both.
+framework, and `make_schema_v8.py`, which adds two indexed sessions sharing words, run again by
+`make_schema_v9.py`): a SQLite file and a PostgreSQL schema dumped as SQL per version.
+`test_search.py` searches the migrated ones once reindexed. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
 
@@ -34,12 +34,14 @@ from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent, Warnin
 from turnstore.records import AttachmentIntent, StreamMetrics
 from turnstore.records.checkpoint import ExecutionStats
 from turnstore.records.figures import FIGURES
+from turnstore.records.memory import MemoryCall, MemoryGet, MemoryPut
 from turnstore.records.protocol import TokenUsage
 from turnstore.records.search import SearchRequest
 
 
 @pytest.fixture(
-    params=[2, 3, 4, 5, 6, 7, 8], ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7, 8)]
+    params=[2, 3, 4, 5, 6, 7, 8, 9],
+    ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7, 8, 9)],
 )
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
@@ -117,8 +119,13 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         assert head is not None
         assert (head.head_revision, head.graph.leaf_node_id) == (1, "n1")
         assert [entry.attachment_id for entry in rt.list_uncommitted(2**62)] == ["rt-orphan"]
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 9
-    assert len(postgres_schema.MIGRATIONS) == 9
+        # Long-term memory (schema 10) is there beside what the store held.
+        item = MemoryPut(("olive", "prefs"), "color", '{"v": "teal"}', None, "olive")
+        store.memory.run(MemoryCall(writes=(item,)))
+        found = store.memory.run(MemoryCall(gets=(MemoryGet(("olive", "prefs"), "color"),)))
+        assert [row and row.value_json for row in found.gets] == ['{"v": "teal"}']
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 10
+    assert len(postgres_schema.MIGRATIONS) == 10
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(

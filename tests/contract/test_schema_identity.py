@@ -223,10 +223,12 @@ _PG_INDEXES = (
     " AND indexname <> tablename || '_pkey'"
 )
 _PG_FOREIGN_KEYS = (
+    # Every column pair of a key, as SQLite's foreign_key_list gives a composite key's.
     "SELECT a.attname, r.relname, f.attname, k.confdeltype FROM pg_constraint AS k"
+    " CROSS JOIN LATERAL unnest(k.conkey, k.confkey) AS pair(own, referenced)"
     " JOIN pg_class AS r ON r.oid = k.confrelid"
-    " JOIN pg_attribute AS a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]"
-    " JOIN pg_attribute AS f ON f.attrelid = k.confrelid AND f.attnum = k.confkey[1]"
+    " JOIN pg_attribute AS a ON a.attrelid = k.conrelid AND a.attnum = pair.own"
+    " JOIN pg_attribute AS f ON f.attrelid = k.confrelid AND f.attnum = pair.referenced"
     " WHERE k.contype = 'f' AND k.conrelid = to_regclass(?)"
 )
 

@@ -36,7 +36,10 @@ def _blocks() -> list[tuple[str, str]]:
 
 
 BLOCKS = _blocks()
-FRAMEWORK = re.compile(r"^\s*(from|import) (agents|langgraph|google\.adk)\b", re.MULTILINE)
+FRAMEWORK = re.compile(
+    r"^\s*(from|import) (agents|langgraph|google\.adk|pydantic_ai|turnstore\.integrations)\b",
+    re.MULTILINE,
+)
 """A block that imports an agent framework runs with the peers (`./dev test-peers`)."""
 
 

@@ -21,6 +21,10 @@ from turnstore import (
     Store,
     Upkeep,
 )
+from turnstore.faces.aio_langgraph import LangGraphTables
+from turnstore.faces.aio_memory import MemoryTables
+from turnstore.faces.blocking_langgraph import BlockingLangGraphTables
+from turnstore.faces.blocking_memory import BlockingMemoryTables
 
 SYNC_ON_BOTH = {"writer_stats", "runtime", "durability_tier", "session_id", "deferred_durability"}
 """Calls that touch no table: counters, handles, and the deferred-durability block (a
@@ -35,7 +39,13 @@ def _operations(cls: type) -> dict[str, inspect.Signature]:
     }
 
 
-FACES = [(Store, BlockingStore), (Upkeep, BlockingUpkeep), (RuntimeStore, BlockingRuntimeStore)]
+FACES = [
+    (Store, BlockingStore),
+    (Upkeep, BlockingUpkeep),
+    (RuntimeStore, BlockingRuntimeStore),
+    (LangGraphTables, BlockingLangGraphTables),
+    (MemoryTables, BlockingMemoryTables),
+]
 
 
 @pytest.mark.parametrize(("async_face", "blocking_face"), FACES)

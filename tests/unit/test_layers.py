@@ -91,6 +91,7 @@ PUBLIC = (
     "turnstore.transfer",
     "turnstore.seam",
     "turnstore.records.langgraph",
+    "turnstore.records.memory",
     KINDS,
     *KIND_MODULES,
 )

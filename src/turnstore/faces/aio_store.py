@@ -16,6 +16,7 @@ from typing import Any, Self
 from turnstore.backends.urls import open_engine
 from turnstore.drivers.steps import AsyncDriver, session_of
 from turnstore.faces.aio_langgraph import LangGraphTables
+from turnstore.faces.aio_memory import MemoryTables
 from turnstore.faces.aio_runtime import RuntimeStore
 from turnstore.faces.aio_upkeep import Upkeep
 from turnstore.ops import checkpoint as checkpoint_ops
@@ -95,6 +96,7 @@ class Store:
         self._driver = driver
         self._upkeep = Upkeep(driver)
         self._langgraph = LangGraphTables(driver)
+        self._memory = MemoryTables(driver)
 
     @property
     def upkeep(self) -> Upkeep:
@@ -105,6 +107,11 @@ class Store:
     def langgraph(self) -> LangGraphTables:
         """The LangGraph saver's tables on this store's connections (see `TurnstoreSaver`)."""
         return self._langgraph
+
+    @property
+    def memory(self) -> MemoryTables:
+        """Long-term memory on this store's connections (see `TurnstoreStore`)."""
+        return self._memory
 
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""

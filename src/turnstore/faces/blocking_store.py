@@ -14,6 +14,7 @@ from typing import Any, Self
 from turnstore.backends.urls import open_engine
 from turnstore.drivers.steps import BlockingDriver, session_of
 from turnstore.faces.blocking_langgraph import BlockingLangGraphTables
+from turnstore.faces.blocking_memory import BlockingMemoryTables
 from turnstore.faces.blocking_runtime import BlockingRuntimeStore
 from turnstore.faces.blocking_upkeep import BlockingUpkeep
 from turnstore.ops import checkpoint as checkpoint_ops
@@ -91,6 +92,7 @@ class BlockingStore:
         self._driver = driver
         self._upkeep = BlockingUpkeep(driver)
         self._langgraph = BlockingLangGraphTables(driver)
+        self._memory = BlockingMemoryTables(driver)
 
     @property
     def upkeep(self) -> BlockingUpkeep:
@@ -101,6 +103,11 @@ class BlockingStore:
     def langgraph(self) -> BlockingLangGraphTables:
         """The LangGraph saver's tables on this store's connections (see `TurnstoreSaver`)."""
         return self._langgraph
+
+    @property
+    def memory(self) -> BlockingMemoryTables:
+        """Long-term memory on this store's connections (see `TurnstoreStore`)."""
+        return self._memory
 
     def writer_stats(self) -> WriterStats:
         """Counters of the write path: committed transactions and writes."""

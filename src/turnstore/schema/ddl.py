@@ -414,5 +414,39 @@ MIGRATIONS: tuple[Migration, ...] = (
     {words_only}
     """,
     ),
+    # 10: long-term memory. An item is a JSON object under (namespace, key), a namespace its
+    # labels joined by "." (which no label holds), so the items under a prefix are one range
+    # of the key. Kilobyte values: a rowid table. `memory_vectors` keeps an item's embeddings,
+    # unit float32 vectors as bytes, one per field they were taken from. Times are the
+    # database's, in Unix milliseconds; `expires_at_ms` is NULL for an item that never expires.
+    Migration(
+        "long-term memory: items by namespace and key, with their times to live and vectors",
+        """
+    CREATE TABLE memory_items (
+        namespace {id} NOT NULL,
+        item_key {id} NOT NULL,
+        owner_id {id},
+        value_json TEXT NOT NULL,
+        created_at_ms {bigint} NOT NULL,
+        updated_at_ms {bigint} NOT NULL,
+        ttl_ms {bigint} CHECK (ttl_ms > 0),
+        expires_at_ms {bigint},
+        CHECK ((ttl_ms IS NULL) = (expires_at_ms IS NULL)),
+        PRIMARY KEY (namespace, item_key)
+    );
+    CREATE INDEX memory_items_expiry_idx ON memory_items(expires_at_ms)
+        WHERE expires_at_ms IS NOT NULL;
+    CREATE INDEX memory_items_owner_idx ON memory_items(owner_id) WHERE owner_id IS NOT NULL;
+    CREATE TABLE memory_vectors (
+        namespace {id} NOT NULL,
+        item_key {id} NOT NULL,
+        field {id} NOT NULL,
+        vector {blob} NOT NULL,
+        PRIMARY KEY (namespace, item_key, field),
+        FOREIGN KEY (namespace, item_key) REFERENCES memory_items(namespace, item_key)
+            ON DELETE CASCADE
+    );
+    """,
+    ),
 )
 """Every version's migration in order: `MIGRATIONS[n - 1]` adds version `n`."""

@@ -1,0 +1,26 @@
+"""The blocking face of long-term memory (`store.memory`): items by namespace and key.
+
+Generated from `turnstore.faces.aio_memory` by `tools/async_to_sync.py`; do not edit.
+"""
+
+from __future__ import annotations
+
+from turnstore.drivers.steps import BlockingDriver
+from turnstore.ops import memory as memory_ops
+from turnstore.records.memory import MemoryAnswer, MemoryCall
+
+
+class BlockingMemoryTables:
+    """The blocking face of the memory tables, on its store's engine."""
+
+    def __init__(self, driver: BlockingDriver) -> None:
+        self._driver = driver
+
+    def run(self, call: MemoryCall) -> MemoryAnswer:
+        """Run a batch in one transaction: its reads see the store as it was before the
+        batch; its writes (the last per item) commit together."""
+        return self._driver.run(memory_ops.run(call))
+
+    def sweep(self) -> int:
+        """Delete every expired item; how many there were."""
+        return self._driver.run(memory_ops.sweep())

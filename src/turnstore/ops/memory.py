@@ -1,0 +1,154 @@
+"""Long-term memory's operations, as steps: checked requests in, stored rows out.
+
+`TurnstoreStore` (`turnstore.integrations.langgraph_store`) encodes values, embeds text and
+decides what a filter keeps; each of its batches is one `run` here: one read snapshot, or
+one write transaction when the batch writes (a put, a delete, a time to live restarted).
+"""
+
+from __future__ import annotations
+
+from turnstore.drivers.steps import Steps, read, write
+from turnstore.engine.protocol import Tx
+from turnstore.errors import InvalidInput
+from turnstore.records.base import I64_MAX
+from turnstore.records.memory import (
+    SEPARATOR,
+    MemoryAnswer,
+    MemoryCall,
+    MemoryDelete,
+    MemoryPut,
+    MemoryWrite,
+)
+from turnstore.rules.validation import identifier, optional_identifier
+from turnstore.scripts import memory as scripts
+
+MAX_LABEL = 255
+"""The longest namespace label or key, in characters."""
+MAX_BYTES = 1024
+"""The most UTF-8 bytes a stored namespace, a key or a vector's field may take: with all three
+an index entry stays well within PostgreSQL's b-tree limit (about 2.7 kB)."""
+
+
+def namespace(labels: object, what: str = "namespace") -> tuple[str, ...]:
+    """Refuse a namespace that is not a non-empty tuple of labels the store can key by."""
+    if not isinstance(labels, tuple) or not labels:
+        raise InvalidInput(f"{what} must be a non-empty tuple of strings")
+    for label in labels:
+        _label(label, f"{what} label")
+        if SEPARATOR in label:
+            raise InvalidInput(f"{what} label {label!r} cannot contain {SEPARATOR!r}")
+    _bytes(SEPARATOR.join(labels), what)
+    return labels
+
+
+def _bytes(text: str, what: str) -> None:
+    if len(text) * 4 > MAX_BYTES and len(text.encode()) > MAX_BYTES:
+        raise InvalidInput(f"{what} takes more than {MAX_BYTES} bytes of UTF-8")
+
+
+def _count(value: object, what: str, *, low: int) -> int:
+    if type(value) is not int or value < low:
+        raise InvalidInput(f"{what} must be an integer of at least {low}")
+    return value
+
+
+def prefix(labels: object) -> tuple[str, ...] | None:
+    """A namespace prefix: None or `()` for every namespace, else a namespace."""
+    if labels is None or labels == ():
+        return None
+    return namespace(labels, "namespace prefix")
+
+
+def _label(value: object, what: str) -> str:
+    text = identifier(value, what)
+    if not text or len(text) > MAX_LABEL:
+        raise InvalidInput(f"{what} must be 1 to {MAX_LABEL} characters")
+    return text
+
+
+def _checked_write(one: MemoryWrite) -> MemoryWrite:
+    namespace(one.namespace)
+    _bytes(_label(one.key, "memory key"), "memory key")
+    if isinstance(one, MemoryDelete):
+        return one
+    identifier(one.value_json, "memory value")
+    optional_identifier(one.owner_id, "owner ID")
+    if one.ttl_ms is not None and _count(one.ttl_ms, "a time to live in ms", low=1) > I64_MAX // 2:
+        raise InvalidInput("a time to live must be a positive number of milliseconds")
+    fields = [identifier(vector.field, "vector field") for vector in one.vectors or ()]
+    for field in fields:
+        _bytes(field, "a vector's field")
+    if len(set(fields)) < len(fields):
+        raise InvalidInput("an item's vectors must each name a different field")
+    if not all(type(vector.vector) is bytes for vector in one.vectors or ()):
+        raise InvalidInput("a vector must be bytes")
+    return one
+
+
+def _checked(call: MemoryCall) -> MemoryCall:
+    for get in call.gets:
+        namespace(get.namespace)
+        _bytes(_label(get.key, "memory key"), "memory key")
+    for search in call.searches:
+        _count(search.offset, "a search's offset", low=0)
+        _count(search.page, "a search's page", low=1)
+        if search.limit is not None:
+            _count(search.limit, "a search's limit", low=0)
+        if search.prefix:
+            namespace(search.prefix, "namespace prefix")
+    for listed in call.namespaces:
+        prefix(listed)
+    last: dict[tuple[tuple[str, ...], str], MemoryWrite] = {}
+    for one in call.writes:
+        last[(one.namespace, one.key)] = _checked_write(one)
+    # Written in key order: two batches writing the same items take their locks in one order.
+    return call._replace(writes=tuple(last[key] for key in sorted(last)))
+
+
+def run(call: MemoryCall) -> Steps[MemoryAnswer]:
+    """Run a batch: its reads in one snapshot taken before its writes, which commit together.
+
+    The reads are a read transaction of their own (one snapshot on both databases), then the
+    writes one write transaction, with the restarts of the times to live the reads asked for
+    (an item deleted in between is left alone).
+    """
+    checked = _checked(call)
+    reads = checked.gets or checked.searches or checked.namespaces
+    answer = (yield from read(lambda tx: _read(tx, checked))) if reads else _NOTHING
+    touched = _refreshed(checked, answer)
+    if checked.writes or touched:
+        yield from write(lambda tx: _write(tx, touched, checked.writes))
+    return answer
+
+
+_NOTHING = MemoryAnswer([], [], [])
+
+
+def _read(tx: Tx, call: MemoryCall) -> MemoryAnswer:
+    live = call.omit_expired
+    return MemoryAnswer(
+        gets=[scripts.get(tx, one, live) for one in call.gets],
+        searches=[scripts.search(tx, one, live) for one in call.searches],
+        namespaces=[scripts.namespaces(tx, prefix(one), live) for one in call.namespaces],
+    )
+
+
+def _write(tx: Tx, touched: list[tuple[str, str]], writes: tuple[MemoryWrite, ...]) -> None:
+    scripts.refresh(tx, touched)
+    scripts.write(tx, writes)
+
+
+def _refreshed(call: MemoryCall, answer: MemoryAnswer) -> list[tuple[str, str]]:
+    """The items read whose time to live the reads ask to restart."""
+    rows = [row for one, row in zip(call.gets, answer.gets, strict=True) if one.refresh and row]
+    for one, found in zip(call.searches, answer.searches, strict=True):
+        rows += [searched.row for searched in found] if one.refresh else []
+    return sorted({(row.namespace, row.key) for row in rows if row.ttl_ms is not None})
+
+
+def sweep() -> Steps[int]:
+    """Delete every expired item; how many there were."""
+    return (yield from write(scripts.sweep))
+
+
+__all__ = ["MAX_LABEL", "MemoryPut", "namespace", "prefix", "run", "sweep"]

@@ -1,0 +1,218 @@
+"""Long-term memory: items by (namespace, key) in `memory_items`, their vectors beside them.
+
+Times come from the database's clock (`{now_ms}`), so every host writing one PostgreSQL store
+agrees on what has expired. A namespace is stored as its labels joined by `SEPARATOR`, which
+no label holds: the items under a prefix are that namespace and a byte range after it, which
+the primary key's b-tree reads in order on both databases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from turnstore.engine.protocol import Query, Statements, Tx, insert, select
+from turnstore.records.base import I64_MAX
+from turnstore.records.memory import (
+    SEPARATOR,
+    MemoryDelete,
+    MemoryGet,
+    MemoryPut,
+    MemoryRow,
+    MemorySearch,
+    MemoryVector,
+    MemoryWrite,
+    SearchedRow,
+    namespace_text,
+)
+
+_AFTER = chr(ord(SEPARATOR) + 1)
+"""The character after the separator: `prefix + SEPARATOR <= namespace < prefix + _AFTER`
+holds for exactly the namespaces below `prefix`."""
+_LIVE = "(expires_at_ms IS NULL OR expires_at_ms > {now_ms})"
+_UNDER = "(namespace = ? OR (namespace >= ? AND namespace < ?))"
+
+
+class ItemInsert(NamedTuple):
+    """A `memory_items` row as a put writes it (the times are the database's)."""
+
+    namespace: str
+    item_key: str
+    owner_id: str | None
+    value_json: str
+    ttl_ms: int | None
+    expires_at_ms: int | None
+
+
+class VectorInsert(NamedTuple):
+    """A `memory_vectors` row."""
+
+    namespace: str
+    item_key: str
+    field: str
+    vector: bytes
+
+
+class VectorRow(NamedTuple):
+    """A stored vector of an item the search read."""
+
+    namespace: str
+    item_key: str
+    field: str
+    vector: bytes
+
+
+_ROW = {"key": "item_key"}
+_AFTER_ROW = (
+    "(updated_at_ms < ? OR (updated_at_ms = ?"
+    " AND (namespace < ? OR (namespace = ? AND item_key < ?))))"
+)
+
+
+def _page(*, under: bool, live: bool, after: bool) -> Query[MemoryRow]:
+    """A page of a search, newest update first (ties broken by namespace and key, so a page
+    after another starts exactly where it stopped)."""
+    where = [_UNDER] if under else []
+    where += [_LIVE] if live else []
+    where += [_AFTER_ROW] if after else []
+    rest = "FROM memory_items" + (" WHERE " + " AND ".join(where) if where else "")
+    rest += " ORDER BY updated_at_ms DESC, namespace DESC, item_key DESC LIMIT ?"
+    return select(MemoryRow, rest, **_ROW)
+
+
+class MemorySql(Statements):
+    """The memory tables' statements."""
+
+    put = insert(
+        ItemInsert,
+        "memory_items",
+        # An item put over one that expired (not yet swept) is created anew.
+        " ON CONFLICT (namespace, item_key) DO UPDATE SET owner_id = excluded.owner_id,"
+        " created_at_ms = CASE WHEN memory_items.expires_at_ms <= excluded.updated_at_ms"
+        " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
+        " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
+        " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms",
+        set_={"expires_at_ms": "{now_ms} + ?"},
+        created_at_ms="{now_ms}",
+        updated_at_ms="{now_ms}",
+    )
+    delete = "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
+    drop_vectors = "DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
+    add_vector = insert(VectorInsert, "memory_vectors")
+    get = select(MemoryRow, "FROM memory_items WHERE namespace = ? AND item_key = ?", **_ROW)
+    get_live = select(
+        MemoryRow, f"FROM memory_items WHERE namespace = ? AND item_key = ? AND {_LIVE}", **_ROW
+    )
+    refresh = (
+        "UPDATE memory_items SET expires_at_ms = {now_ms} + ttl_ms"
+        f" WHERE namespace = ? AND item_key = ? AND ttl_ms IS NOT NULL AND {_LIVE}"
+    )
+    # A search's pages: under a prefix or everywhere, live items or all, first or after one.
+    under = _page(under=True, live=False, after=False)
+    under_live = _page(under=True, live=True, after=False)
+    under_after = _page(under=True, live=False, after=True)
+    under_live_after = _page(under=True, live=True, after=True)
+    every = _page(under=False, live=False, after=False)
+    every_live = _page(under=False, live=True, after=False)
+    every_after = _page(under=False, live=False, after=True)
+    every_live_after = _page(under=False, live=True, after=True)
+    vectors = select(
+        VectorRow,
+        f"FROM memory_vectors WHERE {_UNDER} ORDER BY namespace, item_key, field",
+    )
+    all_vectors = select(VectorRow, "FROM memory_vectors ORDER BY namespace, item_key, field")
+    namespaces = f"SELECT DISTINCT namespace FROM memory_items WHERE {_UNDER} ORDER BY namespace"
+    namespaces_live = (
+        f"SELECT DISTINCT namespace FROM memory_items WHERE {_UNDER} AND {_LIVE} ORDER BY namespace"
+    )
+    all_namespaces = "SELECT DISTINCT namespace FROM memory_items ORDER BY namespace"
+    all_namespaces_live = (
+        f"SELECT DISTINCT namespace FROM memory_items WHERE {_LIVE} ORDER BY namespace"
+    )
+    sweep = (
+        "DELETE FROM memory_items WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= {now_ms}"
+        " RETURNING 1"
+    )
+
+
+def _under(prefix: tuple[str, ...]) -> tuple[str, str, str]:
+    text = namespace_text(prefix)
+    return text, text + SEPARATOR, text + _AFTER
+
+
+def write(tx: Tx, writes: Iterable[MemoryWrite]) -> None:
+    """Apply puts and deletes in order (a batch's last write per item is all it keeps)."""
+    sql = tx.sql(MemorySql)
+    for one in writes:
+        key = (namespace_text(one.namespace), one.key)
+        if isinstance(one, MemoryDelete):
+            tx.run(sql.delete, key)
+            continue
+        tx.run(sql.put, _insert(one))
+        if one.vectors is not None:
+            tx.run(sql.drop_vectors, key)
+            tx.many(sql.add_vector, [VectorInsert(*key, *vector) for vector in one.vectors])
+
+
+def _insert(put: MemoryPut) -> ItemInsert:
+    return ItemInsert(
+        namespace_text(put.namespace), put.key, put.owner_id, put.value_json, put.ttl_ms, put.ttl_ms
+    )
+
+
+def get(tx: Tx, one: MemoryGet, live: bool) -> MemoryRow | None:
+    """One item, None if absent (or expired, when `live`)."""
+    sql = tx.sql(MemorySql)
+    return tx.row(sql.get_live if live else sql.get, (namespace_text(one.namespace), one.key))
+
+
+def search(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
+    """The items under `one.prefix` that `one.keep` keeps, newest update first: those past the
+    first `one.offset`, at most `one.limit` of them (all, with `limit` None)."""
+    sql = tx.sql(MemorySql)
+    under = _under(one.prefix) if one.prefix else ()
+    name = ("under" if one.prefix else "every") + ("_live" if live else "")
+    first, after = getattr(sql, name), getattr(sql, name + "_after")
+    wanted = None if one.limit is None else one.offset + one.limit
+    kept: list[MemoryRow] = []
+    # A read of every kept row (a semantic search scores them all) is one statement.
+    page = one.page if wanted is not None else I64_MAX
+    rows = tx.rows(first, (*under, page))
+    while rows:
+        kept += [row for row in rows if one.keep is None or one.keep(row)]
+        if (wanted is not None and len(kept) >= wanted) or len(rows) < page:
+            break
+        last = rows[-1]
+        past = (last.updated_at_ms, last.updated_at_ms, last.namespace, last.namespace, last.key)
+        rows = tx.rows(after, (*under, *past, page))
+    chosen = kept[one.offset : wanted]
+    return [SearchedRow(row, ()) for row in chosen] if not one.vectors else _with(tx, one, chosen)
+
+
+def _with(tx: Tx, one: MemorySearch, rows: list[MemoryRow]) -> list[SearchedRow]:
+    found: dict[tuple[str, str], list[MemoryVector]] = {}
+    sql = tx.sql(MemorySql)
+    stored = tx.rows(sql.vectors, _under(one.prefix)) if one.prefix else tx.rows(sql.all_vectors)
+    for vector in stored:
+        found.setdefault((vector.namespace, vector.item_key), []).append(
+            MemoryVector(vector.field, vector.vector)
+        )
+    return [SearchedRow(row, tuple(found.get((row.namespace, row.key), ()))) for row in rows]
+
+
+def refresh(tx: Tx, keys: Iterable[tuple[str, str]]) -> None:
+    """Restart the time to live of these (stored namespace, key) items, where they have one."""
+    tx.many(tx.sql(MemorySql).refresh, list(keys))
+
+
+def namespaces(tx: Tx, prefix: tuple[str, ...] | None, live: bool) -> list[str]:
+    """The stored namespaces (under `prefix`, if given) that hold an item, in order."""
+    sql = tx.sql(MemorySql)
+    if prefix is None:
+        return list(tx.values(sql.all_namespaces_live if live else sql.all_namespaces))
+    return list(tx.values(sql.namespaces_live if live else sql.namespaces, _under(prefix)))
+
+
+def sweep(tx: Tx) -> int:
+    """Delete every expired item; how many there were."""
+    return len(tx.values(tx.sql(MemorySql).sweep))
