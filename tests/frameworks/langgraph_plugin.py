@@ -6,7 +6,8 @@ distribution. LangGraph's `tests/conftest.py` builds its checkpointers in the fi
 `tests/conftest_checkpointer.py`. Once collection has imported it, this plugin puts its
 own helpers in place of the two SQLite ones (`_checkpointer_sqlite`,
 `_checkpointer_sqlite_aio`), so every test variant parametrized `sqlite` or `sqlite_aio`
-runs on a `TurnstoreSaver`; it deselects every other variant (memory, encrypted SQLite,
+runs on a `TurnstoreSaver`, and the graphs that take a store (`_store_memory`, LangGraph's
+`InMemoryStore`) get a `TurnstoreStore`; it deselects every other variant (memory, encrypted SQLite,
 LangGraph's PostgreSQL savers) and every test that takes no checkpointer, which have
 nothing to say about turnstore.
 
@@ -118,9 +119,22 @@ async def turnstore_checkpointer_aio() -> AsyncIterator[Any]:
     _release(url)
 
 
+@contextmanager
+def turnstore_store() -> Iterator[Any]:
+    """Stands in for `_store_memory`: the graphs' long-term memory a `TurnstoreStore` over an
+    empty database (the sync and the async graph tests take it the same way), closed after."""
+    from turnstore.integrations.langgraph_store import TurnstoreStore
+
+    url = store_url()
+    with TurnstoreStore.from_conn_string(url) as store:
+        yield store
+    _release(url)
+
+
 SUBSTITUTES = {
     "_checkpointer_sqlite": turnstore_checkpointer,
     "_checkpointer_sqlite_aio": turnstore_checkpointer_aio,
+    "_store_memory": turnstore_store,
 }
 
 

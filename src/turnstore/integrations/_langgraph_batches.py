@@ -64,8 +64,11 @@ class Plan:
         ops: Sequence[Op],
         owner: Callable[[tuple[str, ...]], str | None],
         indexing: Indexing | None,
+        refreshing: bool,
     ) -> None:
         self.ops = ops
+        self.refreshing = refreshing
+        """Whether a read asking to restart times to live may (`TTLConfig.refresh_on_read`)."""
         self.owner = owner
         self.indexing = indexing
         self.gets: list[MemoryGet] = []
@@ -82,7 +85,7 @@ class Plan:
     def _add(self, op: Op) -> None:
         validate_op_namespace(op)
         if isinstance(op, GetOp):
-            self.gets.append(MemoryGet(tuple(op.namespace), op.key, op.refresh_ttl))
+            self.gets.append(MemoryGet(tuple(op.namespace), op.key, self._refresh(op.refresh_ttl)))
         elif isinstance(op, SearchOp):
             self._add_search(op)
         elif isinstance(op, ListNamespacesOp):
@@ -100,7 +103,7 @@ class Plan:
             self.queries[len(self.searches)] = str(op.query)
             search = MemorySearch(prefix, keep, limit=None, vectors=True)
         else:
-            search = MemorySearch(prefix, keep, op.offset, op.limit, op.refresh_ttl)
+            search = MemorySearch(prefix, keep, op.offset, op.limit, self._refresh(op.refresh_ttl))
         self.searches.append(search)
 
     def _add_put(self, op: PutOp) -> None:
@@ -167,12 +170,15 @@ class Plan:
         """The items semantic searches gave whose time to live they ask to restart."""
         touched: list[MemoryGet] = []
         for op, result in zip(self.ops, results, strict=True):
-            if isinstance(op, SearchOp) and op.refresh_ttl and self._semantic(op):
+            if isinstance(op, SearchOp) and self._refresh(op.refresh_ttl) and self._semantic(op):
                 items = (
                     [i for i in result if isinstance(i, Item)] if isinstance(result, list) else []
                 )
                 touched += [MemoryGet(i.namespace, i.key, True) for i in items]
         return touched
+
+    def _refresh(self, asked: bool) -> bool:
+        return asked and self.refreshing
 
     def _semantic(self, op: SearchOp) -> bool:
         return bool(op.query) and self.indexing is not None

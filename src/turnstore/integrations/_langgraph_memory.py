@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import re
 from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,6 +16,8 @@ import msgspec
 from turnstore.errors import InvalidInput
 from turnstore.records.memory import MemoryVector
 
+_FIELD = re.compile(r"[A-Za-z0-9_.-]+")
+"""A filter's field name, as LangGraph's `SqliteStore` accepts them (and its tests ask)."""
 _OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 
 
@@ -41,8 +44,11 @@ def check_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(filter, Mapping):
         raise InvalidInput("a search filter must be a mapping of field to value")
     for key, wanted in filter.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidInput(f"a filter's field must be a non-empty string, not {key!r}")
+        if not isinstance(key, str) or not _FIELD.fullmatch(key):
+            raise InvalidInput(
+                f"Invalid filter key: {key!r}. Filter keys must contain only alphanumeric"
+                " characters, underscores, dots, and hyphens."
+            )
         _check_operators(wanted)
     return dict(filter)
 

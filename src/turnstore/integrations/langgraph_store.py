@@ -26,7 +26,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
@@ -51,6 +51,7 @@ with requires_extra(__name__, "LangGraph", "langgraph"):
         ensure_embeddings,
         get_text_at_path,
     )
+    from langgraph.store.base.batch import AsyncBatchedBaseStore
 
     from turnstore.integrations._langgraph_batches import Indexing, Plan, index_fields, paths
 
@@ -92,12 +93,15 @@ class TurnstoreStore(BaseStore):
         self.index_config = index
         self.ttl_config = ttl
         self._owner = _owner_of(owner)
+        # As LangGraph's SqliteStore (and its own tests) read it: only a store whose TTLConfig
+        # says `refresh_on_read` restarts times to live on reads.
+        self._refreshing = bool((ttl or {}).get("refresh_on_read", False))
         self._dims = None if index is None else index.get("dims")
         self.embeddings = None if index is None else ensure_embeddings(index.get("embed"))
         self._fields = paths(index_fields(index))
         self._indexing = None if index is None else Indexing(self._texts, self._dims)
         self._sweeper: threading.Thread | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._sweep_task: asyncio.Task[None] | None = None
         self._stop = threading.Event()
 
     @classmethod
@@ -165,7 +169,7 @@ class TurnstoreStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the ops in one transaction; their results in order."""
-        plan = Plan(list(ops), self._owner, self._indexing)
+        plan = Plan(list(ops), self._owner, self._indexing, self._refreshing)
         vectors = self._embed([text for _, _, text in plan.texts])
         queries = {at: self._query(text) for at, text in plan.queries.items()}
         memory = self._open().blocking.memory
@@ -176,7 +180,7 @@ class TurnstoreStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the ops in one transaction, without blocking the event loop."""
-        plan = Plan(list(ops), self._owner, self._indexing)
+        plan = Plan(list(ops), self._owner, self._indexing, self._refreshing)
         vectors = await self._aembed([text for _, _, text in plan.texts])
         queries = {at: await self._aquery(text) for at, text in plan.queries.items()}
         memory = self._open().store.memory
@@ -266,7 +270,7 @@ class TurnstoreStore(BaseStore):
         return self._stop_sweeping(timeout)
 
     def _stop_sweeping(self, timeout: float | None) -> bool:
-        if self._task is not None and not self._task.done():
+        if self._sweep_task is not None and not self._sweep_task.done():
             self._stop.set()  # the task ends at its next wake; `aclose` cancels it at once
         thread = self._sweeper
         if thread is None or not thread.is_alive():
@@ -280,9 +284,94 @@ class TurnstoreStore(BaseStore):
         return stopped
 
 
-class AsyncTurnstoreStore(TurnstoreStore):
-    """`TurnstoreStore` whose sweeper calls are coroutines, as LangGraph's async stores have
-    them (`await store.sweep_ttl()`, `await store.start_ttl_sweeper()`)."""
+class AsyncTurnstoreStore(AsyncBatchedBaseStore, TurnstoreStore):
+    """`TurnstoreStore` as LangGraph's async stores are: the async calls made in one turn of
+    the event loop run as one batch (one transaction), the sync calls are refused on the loop's
+    own thread, and the sweeper calls are coroutines (`await store.sweep_ttl()`)."""
+
+    def __init__(
+        self,
+        store: Store | BlockingStore | str | os.PathLike[str],
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        owner: Owner | str | None = first_label,
+    ) -> None:
+        TurnstoreStore.__init__(self, store, index=index, ttl=ttl, owner=owner)
+        # `AsyncBatchedBaseStore`'s queue, bound to the loop of the first async call: an
+        # `async with from_conn_string(...)` opens the store in a worker thread.
+        self._aqueue: asyncio.Queue[tuple[asyncio.Future[Any], Op]] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None  # type: ignore[assignment]
+
+    @classmethod
+    def from_conn_string(
+        cls,
+        conn_string: str | os.PathLike[str],
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> Opening[Self]:
+        """A store for one block; `async with` binds it to that block's event loop."""
+        return _LoopOpening(lambda: cls(conn_string, index=index, ttl=ttl))
+
+    def _bind_loop(self) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+
+    def _ensure_task(self) -> None:
+        self._bind_loop()
+        super()._ensure_task()
+
+    # Until an event loop is bound (a store made outside one, used from sync code), the sync
+    # calls run on the calling thread, as `TurnstoreStore`'s do.
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the ops on the store's event loop as one batch; refused on that loop's thread."""
+        return TurnstoreStore.batch(self, ops) if self._loop is None else super().batch(ops)
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        """`BaseStore.get`, on the store's event loop once it has one."""
+        return (
+            BaseStore.get(self, *args, **kwargs)
+            if self._loop is None
+            else super().get(*args, **kwargs)
+        )
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        """`BaseStore.search`, on the store's event loop once it has one."""
+        return (
+            BaseStore.search(self, *args, **kwargs)
+            if self._loop is None
+            else super().search(*args, **kwargs)
+        )
+
+    def put(self, *args: Any, **kwargs: Any) -> None:
+        """`BaseStore.put`, on the store's event loop once it has one."""
+        if self._loop is None:
+            BaseStore.put(self, *args, **kwargs)
+        else:
+            super().put(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> None:
+        """`BaseStore.delete`, on the store's event loop once it has one."""
+        if self._loop is None:
+            BaseStore.delete(self, *args, **kwargs)
+        else:
+            super().delete(*args, **kwargs)
+
+    def list_namespaces(self, *args: Any, **kwargs: Any) -> Any:
+        """`BaseStore.list_namespaces`, on the store's event loop once it has one."""
+        if self._loop is None:
+            return BaseStore.list_namespaces(self, *args, **kwargs)
+        return super().list_namespaces(*args, **kwargs)
+
+    def _stop_batching(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
     async def setup(self) -> None:  # type: ignore[override]
         """Nothing to do: the store's schema is migrated when it is opened."""
@@ -298,11 +387,11 @@ class AsyncTurnstoreStore(TurnstoreStore):
         """Sweep expired items every interval in a task of this event loop, until
         `stop_ttl_sweeper()` or `close()`."""
         interval = self._interval(sweep_interval_minutes) * 60
-        if self._task is not None and not self._task.done():
-            return self._task
+        if self._sweep_task is not None and not self._sweep_task.done():
+            return self._sweep_task
         self._stop.clear()
         task = asyncio.get_running_loop().create_task(self._asweep_loop(interval))
-        self._task = task
+        self._sweep_task = task
         return task
 
     async def _asweep_loop(self, interval: float) -> None:
@@ -322,7 +411,7 @@ class AsyncTurnstoreStore(TurnstoreStore):
         timeout: float | None = None,  # noqa: ASYNC109 (LangGraph's async stores take it)
     ) -> bool:
         """Stop the sweeper task; whether it ended within `timeout` seconds."""
-        task = self._task
+        task = self._sweep_task
         if task is None or task.done():
             return True
         self._stop.set()
@@ -332,9 +421,28 @@ class AsyncTurnstoreStore(TurnstoreStore):
         return task.done()
 
     async def aclose(self) -> None:
-        """Stop the sweeper and close, without blocking the event loop."""
+        """Stop the sweeper and the batching task, and close, without blocking the loop."""
         await self.stop_ttl_sweeper()
-        await super().aclose()
+        self._stop_batching()
+        await TurnstoreStore.aclose(self)
+
+    def close(self) -> None:
+        """Stop the sweeper and the batching task, and close."""
+        self._stop_batching()
+        TurnstoreStore.close(self)
+
+
+_A = TypeVar("_A", bound=AsyncTurnstoreStore)
+
+
+class _LoopOpening(Opening[_A]):
+    """An opening whose `async with` binds the store to the block's event loop (the store is
+    opened in a worker thread, which has none)."""
+
+    async def __aenter__(self) -> _A:
+        opened = await super().__aenter__()
+        opened._bind_loop()
+        return opened
 
 
 __all__ = ["AsyncTurnstoreStore", "TurnstoreStore", "first_label"]
