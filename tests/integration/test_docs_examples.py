@@ -37,7 +37,8 @@ def _blocks() -> list[tuple[str, str]]:
 
 BLOCKS = _blocks()
 FRAMEWORK = re.compile(
-    r"^\s*(from|import) (agents|langgraph|google\.adk|pydantic_ai|turnstore\.integrations)\b",
+    r"^\s*(from|import)"
+    r" (agents|langgraph|google\.adk|pydantic_ai|strands|turnstore\.integrations)\b",
     re.MULTILINE,
 )
 """A block that imports an agent framework runs with the peers (`./dev test-peers`)."""

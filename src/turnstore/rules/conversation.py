@@ -7,7 +7,9 @@ the session's kind, so a native session that stores chat messages reads like any
 - OpenAI Responses items: messages with content parts, `function_call`,
   `function_call_output`, `reasoning` (the OpenAI Agents SDK's session items);
 - ADK events: `{"author", "content": {"role", "parts": [...]}, "actions": {"state_delta"}}`;
-- LangChain messages as LangGraph stores them: `{"type": "human" | "ai" | "tool" | …}`.
+- LangChain messages as LangGraph stores them: `{"type": "human" | "ai" | "tool" | …}`;
+- Bedrock Converse messages (Strands Agents): `{"role", "content": [{"text"}, {"toolUse"},
+  {"toolResult"}]}`.
 
 Anything else is a message of role `item` with no text; its stored form is kept beside.
 A page is built from what the conversation read found (`StoredConversation`): a transcript's
@@ -163,6 +165,37 @@ def _responses(item: dict[str, Any], kind: str, base: dict[str, Any]) -> Message
     return None
 
 
+def _converse(item: dict[str, Any], base: dict[str, Any]) -> Message | None:
+    """A Bedrock Converse message with `toolUse` or `toolResult` blocks, or None: a user
+    message of results alone is the tools' answer."""
+    blocks = [block for block in item["content"][:MAX_PARTS] if isinstance(block, dict)]
+    texts: list[str] = []
+    calls: list[MessageToolCall] = []
+    answered: list[str | None] = []
+    for block in blocks:
+        use, result = block.get("toolUse"), block.get("toolResult")
+        if isinstance(use, dict):
+            name = _label(use.get("name")) or "tool"
+            arguments = _arguments(use.get("input", {}))
+            calls.append(
+                MessageToolCall(
+                    name=name, arguments=arguments, call_id=_label(use.get("toolUseId"))
+                )
+            )
+        elif isinstance(result, dict):
+            answered.append(_label(result.get("toolUseId")))
+            texts.append(_text(result.get("content")))
+        elif isinstance(block.get("text"), str):
+            texts.append(block["text"])
+    if not calls and not answered:
+        return None
+    text = "\n".join(filter(None, texts))
+    if answered and not calls and len(answered) == len(blocks):
+        return Message(**base, role="tool", text=text, tool_call_id=answered[0])
+    role = _ROLES.get(item["role"], item["role"])
+    return Message(**base, role=role, text=text, tool_calls=calls)
+
+
 def message_of(item: Any, sequence: int | None, index: int) -> Message:
     """One stored item as a conversation message (see the module's docstring for shapes)."""
     base: dict[str, Any] = {"sequence": sequence, "index": index, "item": item}
@@ -175,6 +208,10 @@ def message_of(item: Any, sequence: int | None, index: int) -> Message:
     kind = _label(item.get("type"))
     if kind is not None:
         found = _responses(item, kind, base)
+        if found is not None:
+            return found
+    if isinstance(item.get("content"), list) and _label(item.get("role")) is not None:
+        found = _converse(item, base)
         if found is not None:
             return found
     raw_role = _label(item.get("role")) or kind
