@@ -24,6 +24,9 @@ cannot hold is turnstore's `InvalidInput` (a `ValueError`, as Strands raises for
 from __future__ import annotations
 
 import os
+import random
+import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -48,8 +51,22 @@ PREFIX = STRANDS.id_prefix or ""
 """Every Strands session's turnstore id starts with this (`strands/`, declared with its kind)."""
 KIND = STRANDS.name
 """The kind of session a Strands session is in the catalog and in search."""
-WRITE_TRIES = 20
-"""Writes of one call that find the session moved on by another writer before it gives up."""
+WRITE_SECONDS = 30.0
+"""How long one call keeps trying a write that finds the session moved on by another writer
+before it gives up (every lost try means another writer's write landed)."""
+
+
+def _tries() -> Iterator[None]:
+    """The tries of an optimistic write: one at once, then each after a random pause that
+    grows to 50 ms, so writers that keep colliding spread out, until `WRITE_SECONDS` pass."""
+    deadline = time.monotonic() + WRITE_SECONDS
+    pause = 0.001
+    while True:
+        yield
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(random.uniform(0, pause))
+        pause = min(pause * 2, 0.05)
 
 
 def turnstore_id(session_id: str) -> str:
@@ -156,7 +173,7 @@ class TurnstoreSessionRepository(SessionRepository):
         agent_id = records.agent_id_of(session_agent.agent_id)
         state = [(tid, records.agent_key(agent_id), session_agent.to_dict())]
         moved = False
-        for _ in range(WRITE_TRIES):
+        for _ in _tries():
             record = self._current(tid, session_id, moved)
             if agent_id in record["agents"]:
                 raise SessionException(f"Agent {agent_id} already exists in session {session_id}")
@@ -197,7 +214,7 @@ class TurnstoreSessionRepository(SessionRepository):
         message_id = records.index_of(session_message.message_id)
         item = records.stored_message(agent_id, session_message)
         moved = False
-        for _ in range(WRITE_TRIES):
+        for _ in _tries():
             record = self._current(tid, session_id, moved)
             if agent_id not in record["agents"]:
                 raise SessionException(f"Agent {agent_id} does not exist in session {session_id}")
@@ -260,7 +277,7 @@ class TurnstoreSessionRepository(SessionRepository):
         agent_id = records.agent_id_of(agent_id)
         message_id = records.index_of(session_message.message_id)
         records.stored_message(agent_id, session_message)  # refused before any write
-        for _ in range(WRITE_TRIES):
+        for _ in _tries():
             window = self.store.context_window(tid, None, 0)
             record = records.resynced(
                 self._existing(tid, session_id), window.sequence, window.length
