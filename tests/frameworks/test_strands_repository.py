@@ -346,6 +346,29 @@ def test_writers_in_threads_lose_no_message(store_url: str) -> None:
             assert [m.message_id for m in listed] == list(range(10))
 
 
+def test_agents_added_while_another_agent_writes_are_all_kept(store_url: str) -> None:
+    """Agents created by other repositories while one agent appends stay in the session: a
+    write that lost a race re-reads the record after the context, never a stale one."""
+    with TurnstoreSessionRepository(store_url) as shared:
+        _session(shared, "s", "writer")
+
+        def write() -> None:
+            for message_id in range(15):
+                shared.create_message("s", "writer", _message(message_id, f"w {message_id}"))
+
+        def add(n: int) -> None:
+            with TurnstoreSessionRepository(store_url) as own:
+                own.create_agent("s", SessionAgent(f"late{n}", {}, {}))
+
+        with ThreadPoolExecutor(4) as pool:
+            done = [pool.submit(write), *(pool.submit(add, n) for n in range(3))]
+            for future in done:
+                future.result()
+        for n in range(3):
+            shared.create_message("s", f"late{n}", _message(0, "hello"))  # refused if lost
+        assert [m.message_id for m in shared.list_messages("s", "writer")] == list(range(15))
+
+
 def test_multi_agent_state_is_stored_in_the_session(
     store: BlockingStore, repository: TurnstoreSessionRepository
 ) -> None:

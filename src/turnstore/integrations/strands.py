@@ -159,10 +159,14 @@ class TurnstoreSessionRepository(SessionRepository):
 
     def _current(self, tid: str, session_id: str, moved: bool) -> dict[str, Any]:
         """The session's record; after a write found it `moved`, at its actual sequence."""
-        record = self._existing(tid, session_id)
         if not moved:
-            return record
+            return self._existing(tid, session_id)
+        # The context first, then the record: a record read first could predate a commit the
+        # context shows, and the write would put that stale record back (an agent another
+        # writer added lost). Read after, it is at least as new; if newer, the write conflicts
+        # and is tried again.
         window = self.store.context_window(tid, None, 0)
+        record = self._existing(tid, session_id)
         return records.resynced(record, window.sequence, window.length)
 
     # --- agents -----------------------------------------------------------------------------
