@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from types import TracebackType
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 
 class Closable(Protocol):
@@ -18,6 +18,39 @@ class Closable(Protocol):
 
     async def aclose(self) -> None:
         """Release what the adapter opened, without blocking the event loop."""
+
+
+class Closes:
+    """`with` and `async with` for an adapter: leaving the block runs its `close()` or
+    `aclose()`, which the adapter defines."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 C = TypeVar("C", bound=Closable)

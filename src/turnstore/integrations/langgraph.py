@@ -28,13 +28,12 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from types import TracebackType
 from typing import Any, Self
 
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, StoreClosed
 from turnstore.integrations import requires_extra
-from turnstore.integrations._opening import Opening
+from turnstore.integrations._opening import Closes, Opening
 from turnstore.records import SessionCursor, SessionPageRequest
 from turnstore.records.langgraph import (
     CheckpointRow,
@@ -78,7 +77,7 @@ PAGE = 100
 """Checkpoints a listing reads at a time."""
 
 
-class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
+class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
     """A LangGraph `BaseCheckpointSaver` on turnstore, sync and async.
 
     `store` is a store URL (or path) that the saver opens and `close()` closes, or an open
@@ -118,28 +117,6 @@ class TurnstoreSaver(CheckpointEncoding, BaseCheckpointSaver[str]):
     async def aclose(self) -> None:
         """Close, as `close()`, without blocking the event loop."""
         await self._shared.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     @contextmanager
     def shared_reads(self) -> Iterator[None]:

@@ -25,7 +25,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from turnstore import BlockingStore, Store
@@ -34,7 +33,7 @@ from turnstore.integrations import requires_extra
 from turnstore.integrations._langgraph_memory import (
     unit_vector,
 )
-from turnstore.integrations._opening import Opening
+from turnstore.integrations._opening import Closes, Opening
 from turnstore.records.memory import (
     MemoryCall,
 )
@@ -72,7 +71,7 @@ def _owner_of(owner: Owner | str | None) -> Owner:
     return owner
 
 
-class TurnstoreStore(BaseStore):
+class TurnstoreStore(Closes, BaseStore):
     """A LangGraph `BaseStore` on turnstore: `batch` and `abatch`, one transaction each.
 
     `store` is a store URL (or path) that this opens and `close()` closes, or an open
@@ -137,28 +136,6 @@ class TurnstoreStore(BaseStore):
         """Close, as `close()`, without blocking the event loop."""
         await asyncio.to_thread(self._stop_sweeping, None)
         await self._shared.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _open(self) -> Shared:
         if self._shared.closed:

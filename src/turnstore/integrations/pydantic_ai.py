@@ -27,13 +27,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, Self
 
 from turnstore import BlockingStore, Store
 from turnstore.errors import InvalidInput, SequenceConflict, SessionNotFound
 from turnstore.integrations import requires_extra
-from turnstore.integrations._opening import Opening
+from turnstore.integrations._opening import Closes, Opening
 from turnstore.records import SessionCursor, SessionPageRequest
 from turnstore.records.kinds.pydantic_ai import KIND as PYDANTIC_AI
 from turnstore.records.kinds.pydantic_ai import RECORD_KEY
@@ -62,7 +61,7 @@ REMEMBERED = 20_000
 _DETAILS = frozenset({"title", "metadata"})
 
 
-class TurnstoreConversationStore(ConversationStore):
+class TurnstoreConversationStore(Closes, ConversationStore):
     """A Pydantic AI `ConversationStore` on turnstore (SQLite or PostgreSQL).
 
     `store` is an open `turnstore.Store` (or `BlockingStore`) whose connections this shares
@@ -92,17 +91,6 @@ class TurnstoreConversationStore(ConversationStore):
     async def aclose(self) -> None:
         """Close, as `close()`, without blocking the event loop."""
         await self._shared.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # --- records ------------------------------------------------------------------------------
 

@@ -27,12 +27,12 @@ import os
 import random
 import time
 from collections.abc import Iterator
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from turnstore import BlockingStore, Store
 from turnstore.errors import SequenceConflict, SessionNotFound, StorageError
 from turnstore.integrations import requires_extra
+from turnstore.integrations._opening import Closes
 from turnstore.records.kinds.strands import KIND as STRANDS
 from turnstore.records.kinds.strands import SESSION_KEY
 from turnstore.seam import Shared, borrow, optional_identifier, validate_session_id
@@ -74,7 +74,7 @@ def turnstore_id(session_id: str) -> str:
     return validate_session_id(PREFIX + validate_session_id(session_id))
 
 
-class TurnstoreSessionRepository(SessionRepository):
+class TurnstoreSessionRepository(Closes, SessionRepository):
     """A Strands `SessionRepository` on turnstore (SQLite or PostgreSQL), multi-agents too.
 
     `store` is an open `turnstore.Store` (or `BlockingStore`) whose connections the repository
@@ -104,17 +104,6 @@ class TurnstoreSessionRepository(SessionRepository):
     async def aclose(self) -> None:
         """Close, as `close()`, without blocking the event loop."""
         await self._shared.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- sessions ---------------------------------------------------------------------------
 

@@ -114,14 +114,11 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
     """
     checked = _checked(call)
     reads = checked.gets or checked.searches or checked.namespaces
-    answer = (yield from read(lambda tx: _read(tx, checked))) if reads else _NOTHING
+    answer = (yield from read(lambda tx: _read(tx, checked))) if reads else MemoryAnswer([], [], [])
     touched = _refreshed(checked, answer)
     if checked.writes or touched:
         yield from write(lambda tx: _write(tx, touched, checked.writes))
     return answer
-
-
-_NOTHING = MemoryAnswer([], [], [])
 
 
 def _read(tx: Tx, call: MemoryCall) -> MemoryAnswer:
