@@ -391,6 +391,11 @@ async def test_a_conversation_reads_back_through_the_catalog_view_and_search(
     said = page.messages[3].text
     hits = await store.search(SearchRequest(query=said, limit=10))
     assert [hit.session_id for hit in hits.hits] == ["pydantic-ai/shown"]
+    # Pydantic AI's message JSON is not searched again: its parent ids, part kinds and
+    # run ids are not words of the conversation (`KIND.unsearched`).
+    call = page.messages[1].item
+    for unsaid in (call["parent_id"], call["message"]["run_id"], "tool-call", "user-prompt"):
+        assert (await store.search(SearchRequest(query=f'"{unsaid}"'))).hits == [], unsaid
     summary = await store.session_summary("pydantic-ai/shown")
     assert summary is not None
     assert "tokens" in summary.measured

@@ -183,6 +183,11 @@ def test_the_session_is_turnstores_in_catalog_conversation_search_and_delete(
         ("strands/chat", 3),
     ]
     assert [hit.item for hit in store.search(SearchRequest(query="Lima")).hits] != []
+    # Not words of the conversation: Strands' tracking ids and tool use ids, the agent's id,
+    # the message times (`KIND.unsearched`).
+    first = page.messages[0].item
+    for unsaid in (first["tracking_id"], "t1", "helper", first["strands"]["created_at"][:10]):
+        assert store.search(SearchRequest(query=f'"{unsaid}"')).hits == [], unsaid
     stats = store.session_summary("strands/chat").execution_stats  # type: ignore[union-attr]
     assert (stats.run_count, stats.model_calls, stats.tool_calls) == (1, 2, 1)
     assert stats.usage.total_tokens == 30

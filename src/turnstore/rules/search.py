@@ -1,8 +1,9 @@
 """The conversation search: what text of an item is indexed, and how a query is read.
 
 An item's searchable text is every string in it but those under keys that name ids, roles,
-types, metadata or opaque data (`SKIPPED_KEYS`): message text, tool names, tool arguments and
-tool results, in the shapes of the OpenAI Responses and chat APIs, ADK events and others alike.
+types, metadata or opaque data (`SKIPPED_KEYS`, and its kind's `SessionKind.unsearched`):
+message text, tool names, tool arguments and tool results, in the shapes of the OpenAI
+Responses and chat APIs, ADK events and others alike.
 
 A query is words and "quoted phrases", every one of which must match; a word or phrase that
 ends in `*` matches as a prefix. The query is parsed here and handed to the database as
@@ -15,13 +16,14 @@ both find the same items; a snippet is cut from the item's own text (`search_tex
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from turnstore.errors import InvalidInput, SearchIndexNotBuilt
 from turnstore.records.base import I64_MAX, I64_MIN
-from turnstore.records.kinds import Storage, kind_of
+from turnstore.records.kinds import SessionKind, Storage, kind_of
 from turnstore.records.search import SearchRequest
 from turnstore.rules.langgraph_values import OPAQUE
 from turnstore.rules.search_text import QueryWords, index_text, is_word_char, query_words
@@ -91,15 +93,26 @@ def items_kind(kind: object) -> str:
     return kind
 
 
-def item_text(item: Any) -> str:
-    """The searchable text of one item: its strings, one per line; "" when it has none."""
+def skipped_keys(kind: SessionKind | None) -> frozenset[str]:
+    """The keys search skips in an item of `kind` (None: of any kind)."""
+    return SKIPPED_KEYS if kind is None else _skipped(kind.unsearched)
+
+
+@functools.cache
+def _skipped(unsearched: frozenset[str]) -> frozenset[str]:
+    return SKIPPED_KEYS | unsearched
+
+
+def item_text(item: Any, kind: SessionKind | None = None) -> str:
+    """The searchable text of one item of `kind`: its strings, one per line; "" when it has
+    none."""
     found: list[str] = []
-    _collect(item, found, 0)
+    _collect(item, found, 0, skipped_keys(kind))
     joined = "\n".join(found)[:MAX_ITEM_CHARS]
     return joined.translate(_NUL)
 
 
-def _collect(value: Any, found: list[str], depth: int) -> None:
+def _collect(value: Any, found: list[str], depth: int, skipped: frozenset[str]) -> None:
     kind = type(value)
     if kind is str:
         if not is_blank(value):
@@ -108,20 +121,20 @@ def _collect(value: Any, found: list[str], depth: int) -> None:
         return
     elif kind is dict:
         for key, inner in value.items():
-            if key not in SKIPPED_KEYS:
-                _collect(inner, found, depth + 1)
+            if key not in skipped:
+                _collect(inner, found, depth + 1, skipped)
     elif kind is list:
         for inner in value:
-            _collect(inner, found, depth + 1)
+            _collect(inner, found, depth + 1, skipped)
     elif isinstance(value, dict):  # a frozen or held item
-        _collect(dict(value), found, depth)
+        _collect(dict(value), found, depth, skipped)
     elif isinstance(value, list):
-        _collect(list(value), found, depth)
+        _collect(list(value), found, depth, skipped)
 
 
-def index_texts(items: Iterable[Any]) -> list[tuple[int, str]]:
-    """(index, the words the index holds) of each item that has searchable words."""
-    found = ((index, index_text(item_text(item))) for index, item in enumerate(items))
+def index_texts(items: Iterable[Any], kind: SessionKind | None = None) -> list[tuple[int, str]]:
+    """(index, the words the index holds) of each item of `kind` that has searchable words."""
+    found = ((index, index_text(item_text(item, kind))) for index, item in enumerate(items))
     return [(index, words) for index, words in found if words]
 
 

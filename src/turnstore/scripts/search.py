@@ -146,14 +146,14 @@ def _index_session(
             items = decode_stored(batch.items_json, list[Any], "transcript", session_id)
             rows = [
                 IndexItem(session_id, batch.sequence, index, False, words)
-                for index, words in index_texts(items)
+                for index, words in index_texts(items, kind)
             ]
             adding.add(rows)
             added += len(rows)
     if gained.start is not None:
         rows = [
             IndexItem(session_id, None, gained.start + index, True, words)
-            for index, words in index_texts(gained.items)
+            for index, words in index_texts(gained.items, kind)
         ]
         adding.add(rows)
         added += len(rows)
@@ -280,7 +280,7 @@ def _source_text(tx: Tx, row: HitRow) -> str:
     transcript batch, its session's context, or its thread's list; "" if it is gone."""
     where = Indexed(row.item_id, row.session_id, row.sequence, row.item, row.sequence is None)
     found = search_words.sources(tx, row.session_id, row.kind, [where])
-    return item_text(found[row.item_id]) if row.item_id in found else ""
+    return item_text(found[row.item_id], kind_of(row.kind)) if row.item_id in found else ""
 
 
 # --- building the index of sessions written before it ------------------------------------------

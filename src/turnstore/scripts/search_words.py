@@ -103,10 +103,12 @@ def words_of(
     """The words of one session's indexed rows, and the rows whose item has none to give."""
     kind = tx.value(tx.sql(SearchWordsSql).kind, (session_id,))
     items = sources(tx, session_id, kind, rows)
+    read_as = kind_of(kind)
     known: list[IndexedWords] = []
     lost: list[Indexed] = []
     for row in rows:
-        words = index_text(item_text(items[row.item_id])) if row.item_id in items else ""
+        item = items.get(row.item_id)
+        words = "" if item is None else index_text(item_text(item, read_as))
         if words:
             known.append(IndexedWords(row.item_id, words))
         else:

@@ -57,6 +57,11 @@ class SessionKind:
     figures: FigureReader | None = None
     """Reads the figures the kind's items carry, which the indexer adds (None: they carry
     none, and a figure the store does not count is unrecorded)."""
+    unsearched: frozenset[str] = frozenset()
+    """Keys of this kind's items that search skips besides every kind's (ids, times and
+    copies of the message its view already shows). Part of how the index was made, and read
+    again to take words out of it: changing it once sessions of the kind are indexed needs a
+    migration that builds the text index anew."""
 
     def __post_init__(self) -> None:
         if (self.storage is Storage.CHANNEL) != (self.channel is not None):

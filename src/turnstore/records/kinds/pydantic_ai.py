@@ -78,5 +78,8 @@ KIND = SessionKind(
     state_key=RECORD_KEY,
     id_prefix="pydantic-ai/",
     figures=figures,
+    # Entry ids, and Pydantic AI's own message JSON: its text is the item's `content` and
+    # `tool_calls` already; the rest is part kinds, model names, run ids and times.
+    unsearched=frozenset({"parent_id", "message"}),
 )
 """A session of items, one per entry of the conversation: read, and searched, by its context."""

@@ -69,5 +69,7 @@ KIND = SessionKind(
     state_key=SESSION_KEY,
     id_prefix="strands/",
     figures=figures,
+    # Strands' per-message UUID, tool use ids, usage, and our agent id, message id and times.
+    unsearched=frozenset({"tracking_id", "toolUseId", "metadata", META}),
 )
 """A session of items, one Strands message each: read, and searched, by its context."""
