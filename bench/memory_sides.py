@@ -121,36 +121,59 @@ def _postgres(places: Places, index: Any) -> Side:
     return Side(store, connection.close, lambda: database.size(schema))
 
 
-def _turnstore(places: Places, index: Any) -> Side:
+def _turnstore(places: Places, index: Any, words: bool = True) -> Side:
     from turnstore.integrations.langgraph_store import TurnstoreStore
 
     directory = places.directory / places.fresh("turnstore")
     directory.mkdir()
-    store = TurnstoreStore(str(directory / "turnstore.sqlite3"), index=index)
+    store = TurnstoreStore(str(directory / "turnstore.sqlite3"), index=index, words=words)
     store.setup()
     return Side(store, store.close, lambda: sqlite_directory_size(directory))
 
 
-def _turnstore_pg(places: Places, index: Any) -> Side:
+def _turnstore_pg(places: Places, index: Any, words: bool = True) -> Side:
     from turnstore.integrations.langgraph_store import TurnstoreStore
 
     assert places.database is not None
     database = places.database
     schema = places.fresh("turnstore_pg")
-    store = TurnstoreStore(database.turnstore_url(schema), index=index)
+    store = TurnstoreStore(database.turnstore_url(schema), index=index, words=words)
     store.setup()
     return Side(store, store.close, lambda: database.size(schema))
+
+
+def _without_words(opener: Callable[[Places, Any, bool], Side]) -> Callable[[Places, Any], Side]:
+    """A side of ours that indexes no words: the same features as LangGraph's stores."""
+    return lambda places, index: opener(places, index, False)
 
 
 SIDES = (
     SideSpec("memory", "InMemoryStore", "memory", _memory),
     SideSpec("sqlite", "SqliteStore", "sqlite", _sqlite),
     SideSpec("turnstore", "TurnstoreStore (SQLite)", "sqlite", _turnstore),
+    SideSpec(
+        "turnstore-nowords",
+        "TurnstoreStore (SQLite, words=False)",
+        "sqlite",
+        _without_words(_turnstore),
+    ),
     SideSpec("postgres", "PostgresStore", "postgres", _postgres),
     SideSpec("turnstore-pg", "TurnstoreStore (PostgreSQL)", "postgres", _turnstore_pg),
+    SideSpec(
+        "turnstore-pg-nowords",
+        "TurnstoreStore (PostgreSQL, words=False)",
+        "postgres",
+        _without_words(_turnstore_pg),
+    ),
 )
-"""Every side the benchmark knows, by name."""
-PEER_OF = {"turnstore": "sqlite", "turnstore-pg": "postgres"}
+"""Every side the benchmark knows, by name. The `-nowords` sides index no words for a query
+(`TurnstoreStore(words=False)`), as LangGraph's stores index none."""
+PEER_OF = {
+    "turnstore": "sqlite",
+    "turnstore-nowords": "sqlite",
+    "turnstore-pg": "postgres",
+    "turnstore-pg-nowords": "postgres",
+}
 """Each of ours, and the LangGraph store on the same backend it is compared with."""
 
 

@@ -1,11 +1,12 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
 The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6, 7, 8,
-9 and 10 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two, `make_schema_v4.py`,
-run by the next two, which adds a model step left streaming, `make_schema_v6.py`, which adds a
-session of items with a popped item, `make_schema_v7.py`, which adds a session of each
-framework, and `make_schema_v8.py`, which adds two indexed sessions sharing words, run again by
-`make_schema_v9.py`): a SQLite file and a PostgreSQL schema dumped as SQL per version.
+9, 10 and 11 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two,
+`make_schema_v4.py`, run by the next two, which adds a model step left streaming,
+`make_schema_v6.py`, which adds a session of items with a popped item, `make_schema_v7.py`,
+which adds a session of each framework, `make_schema_v8.py`, which adds two indexed sessions
+sharing words, run again by `make_schema_v9.py`, and `make_schema_v10.py`, which adds memory
+items): a SQLite file and a PostgreSQL schema dumped as SQL per version.
 `test_search.py` searches the migrated ones once reindexed. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
@@ -34,14 +35,20 @@ from turnstore.events import ModelStepCompleted, ModelStepCompletedEvent, Warnin
 from turnstore.records import AttachmentIntent, StreamMetrics
 from turnstore.records.checkpoint import ExecutionStats
 from turnstore.records.figures import FIGURES
-from turnstore.records.memory import MemoryCall, MemoryGet, MemoryPut
+from turnstore.records.memory import (
+    MemoryCall,
+    MemoryDelete,
+    MemoryGet,
+    MemoryPut,
+    MemorySearch,
+)
 from turnstore.records.protocol import TokenUsage
 from turnstore.records.search import SearchRequest
 
 
 @pytest.fixture(
-    params=[2, 3, 4, 5, 6, 7, 8, 9],
-    ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7, 8, 9)],
+    params=[2, 3, 4, 5, 6, 7, 8, 9, 10],
+    ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7, 8, 9, 10)],
 )
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
@@ -124,8 +131,8 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         store.memory.run(MemoryCall(writes=(item,)))
         found = store.memory.run(MemoryCall(gets=(MemoryGet(("olive", "prefs"), "color"),)))
         assert [row and row.value_json for row in found.gets] == ['{"v": "teal"}']
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 10
-    assert len(postgres_schema.MIGRATIONS) == 10
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 11
+    assert len(postgres_schema.MIGRATIONS) == 11
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
@@ -314,3 +321,46 @@ def test_a_schema_8_index_is_kept_and_forgets_exactly_what_goes_after_the_migrat
 def _hits(store: Any, query: str) -> list[tuple[str, int | None, int]]:
     found = store.search(SearchRequest(query=query, limit=50)).hits
     return sorted((hit.session_id, hit.sequence, hit.item) for hit in found)
+
+
+def test_schema_10_memory_keeps_its_items_and_is_searched_by_text_once_written_again(
+    backend_name, database, pg_schema, store_url
+):
+    """Schema 11 rebuilds SQLite's `memory_items` around a row id and adds the text index:
+    items, vectors, owners and times stay; an item is found by its words once put again,
+    and no longer once deleted (SQLite's FTS5 is handed exactly its words)."""
+    restore_fixture(backend_name, database, pg_schema, 10)
+    with turnstore.open_blocking(store_url) as store:
+
+        def found(query: str | None = None) -> list[tuple[str, str, int, int | None]]:
+            search = MemorySearch(("olive",), limit=None, vectors=True, query=query)
+            (rows,) = store.memory.run(MemoryCall(searches=(search,))).searches
+            return [(r.row.namespace, r.row.key, len(r.vectors), r.row.ttl_ms) for r in rows]
+
+        assert sorted(found()) == [
+            ("olive.memories", "m1", 1, None),
+            ("olive.prefs", "color", 0, 86_400_000),
+        ]
+        assert found("lighthouse") == []  # written before the index: not in it
+        again = MemoryPut(
+            ("olive", "memories"),
+            "m1",
+            '{"text": "likes the lighthouse tour"}',
+            None,
+            "olive",
+            text=True,
+        )
+        store.memory.run(MemoryCall(writes=(again,)))
+        assert found("lighthouse") == [("olive.memories", "m1", 1, None)]
+        assert found("orange") == []
+        store.memory.run(MemoryCall(writes=(MemoryDelete(("olive", "memories"), "m1"),)))
+        assert found("lighthouse") == []
+    if backend_name == "sqlite":
+        connection = sqlite3.connect(database.path)
+        try:
+            connection.execute(
+                "CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, row)"
+            )
+            assert connection.execute("SELECT count(*) FROM temp.terms").fetchone() == (0,)
+        finally:
+            connection.close()

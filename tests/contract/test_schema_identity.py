@@ -161,8 +161,17 @@ _ON_DELETE = {"c": "CASCADE", "a": "NO ACTION"}
 # The text index over `search_items` is each engine's own (DdlWords.words_only): SQLite's
 # FTS5 table without content (with its shadow tables), PostgreSQL's tsvector column and GIN
 # index. Everything else of the search tables is compared like any table.
-_SQLITE_TEXT_INDEX = re.compile(r"search_fts(_\w+)?$")
-_PG_TEXT_INDEX = {("search_items", "words"), ("search_items", "search_items_words_idx")}
+_SQLITE_TEXT_INDEX = re.compile(r"(search|memory)_fts(_\w+)?$")
+_PG_TEXT_INDEX = {
+    ("search_items", "words"),
+    ("search_items", "search_items_words_idx"),
+    ("memory_items", "words"),
+    ("memory_items", "memory_items_words_idx"),
+}
+# Memory's FTS5 rows are named by a row id no VACUUM renumbers, so SQLite's `memory_items` is
+# keyed by `item_id`, with the key PostgreSQL's primary key is as a UNIQUE constraint, and
+# says which items FTS5 holds (schema 11).
+_SQLITE_TEXT_COLUMNS = {("memory_items", "item_id"), ("memory_items", "text_indexed")}
 
 
 def _predicate_words(predicate: str, columns: set[str]) -> tuple[str, ...]:
@@ -189,7 +198,11 @@ def _sqlite_shape(database: Database) -> dict[str, Any]:
     for (table,) in tables:
         if _SQLITE_TEXT_INDEX.match(table):
             continue
-        info = database.query(f"PRAGMA table_info({table})")
+        info = [
+            row
+            for row in database.query(f"PRAGMA table_info({table})")
+            if (table, row[1]) not in _SQLITE_TEXT_COLUMNS
+        ]
         names = {str(row[1]) for row in info}
         indexes = database.query(
             "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?"
@@ -201,11 +214,20 @@ def _sqlite_shape(database: Database) -> dict[str, Any]:
             # A primary key column is NOT NULL in PostgreSQL; SQLite's rowid tables do not
             # say so, and the store never writes a NULL key.
             "columns": [(c[1], _FAMILIES[c[2].lower()], bool(c[3] or c[5])) for c in info],
-            "primary key": [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]],
+            "primary key": [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]]
+            or _unique_key(database, table),
             "indexes": {name: _index_shape(sql, names) for name, sql in indexes},
             "foreign keys": sorted((k[3], k[2], k[4], k[6]) for k in keys),
         }
     return shape
+
+
+def _unique_key(database: Database, table: str) -> list[str]:
+    """The columns of a table's UNIQUE constraint: the key of a table keyed by a row id."""
+    found = [row[1] for row in database.query(f"PRAGMA index_list({table})") if row[3] == "u"]
+    if len(found) != 1:
+        return []
+    return [row[2] for row in database.query(f"PRAGMA index_info({found[0]})")]
 
 
 _PG_TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = ?"

@@ -53,7 +53,8 @@ POSTGRES_URL = os.environ.get(
     "TURNSTORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REPORT = os.environ.get("TURNSTORE_LANGGRAPH_STORE_REPORT")
-"""A file each test process adds a line to at its end: how many stores its tests opened."""
+"""A file a test process adds a line to each time its tests open a store (written then, not
+at the process's end, so a worker pytest-xdist tears down early loses no count)."""
 NAMES = {
     "SqliteStore": ("sqlite", False),
     "AsyncSqliteStore": ("sqlite", True),
@@ -119,6 +120,14 @@ SLOW = [
 ]
 """Left out of `--store-sample` runs: each sleeps 6 to 17 s (the full run has them; the
 sample keeps the shorter TTL tests, refresh on read among them)."""
+WORDS_OFF = [
+    STORE + "test_store_ttl",
+    ASYNC + "test_store_ttl",
+]
+"""Run on a `TurnstoreStore(words=False)`: each searches a store without an index with a
+query that names no word of its item (`query="foo"` over `{"foo": "bar"}`) and expects the
+item, as LangGraph's stores ignore such a query. A store with words searches them: the
+documented difference (docs/how-to/langgraph-memory.md); `words=False` is its LangGraph mode."""
 PGVECTOR_ONLY = "halfvec"
 """The variants of the PostgreSQL vector tests on pgvector's half-precision type: a storage
 format of pgvector's, not a behaviour of the `BaseStore` API (the `vector` ones run)."""
@@ -132,7 +141,15 @@ _SCRATCH: list[Path] = []
 _PLACES: dict[str, str] = {}
 """This test's connection strings -> the database each one opens."""
 _SCHEMAS: list[str] = []
-_OPENED = [0]
+_WORDS = [True]
+"""Whether the stores the running test opens index words (False for `WORDS_OFF`)."""
+
+
+def _count_open() -> None:
+    """One more store opened by a stand-in."""
+    if REPORT:
+        with Path(REPORT).open("a") as report:
+            report.write("1\n")
 
 
 # --- databases ---------------------------------------------------------------------------------
@@ -205,10 +222,10 @@ def _turnstore_opener(asynchronous: bool) -> Callable[..., Any]:
     ours = AsyncTurnstoreStore if asynchronous else TurnstoreStore
 
     def opened(conn_string: str, *, index: Any = None, ttl: Any = None, **_: Any) -> Any:
-        _OPENED[0] += 1
+        _count_open()
         url = database_for(conn_string, "turnstore")
         # The index as the test gives it: SqliteStore's `text_fields` key included.
-        return ours.from_conn_string(url, index=index, ttl=ttl)
+        return ours.from_conn_string(url, index=index, ttl=ttl, words=_WORDS[0])
 
     return opened
 
@@ -230,7 +247,7 @@ def _peer_opener(backend: str, asynchronous: bool) -> Callable[..., Any]:
 
     def opened(conn_string: str, *, index: Any = None, ttl: Any = None, **options: Any) -> Any:
         kept = {key: value for key, value in options.items() if key in PEER_OPTIONS[backend]}
-        _OPENED[0] += 1
+        _count_open()
         return peer.from_conn_string(
             database_for(conn_string, "langgraph"), index=index, ttl=ttl, **kept
         )
@@ -435,6 +452,12 @@ def _matches(nodeid: str, names: list[str]) -> list[str]:
     return [name for name in names if nodeid == name or nodeid.startswith(name + "[")]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the test's fixtures open its stores: with words or without (`WORDS_OFF`)."""
+    _WORDS[0] = not _matches(item.nodeid, WORDS_OFF)
+
+
 def _later_variant(params: dict[str, Any]) -> bool:
     return any(params.get(name) not in (None, "memory", "default") for name in VARIANTS)
 
@@ -472,10 +495,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if REPORT:
-        # One line per process: pytest-xdist's workers each add theirs.
-        with Path(REPORT).open("a") as report:
-            report.write(f"{_OPENED[0]}\n")
     for directory in _SCRATCH:
         shutil.rmtree(directory, ignore_errors=True)
     if not _SCHEMAS:

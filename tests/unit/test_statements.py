@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import pytest
 
+from turnstore.backends.postgres.memory_text import TsvectorMemoryText
 from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.engine.protocol import (
     Dialect,
@@ -31,6 +32,7 @@ DIALECT = Dialect(
     blob_write_lock="",
     uri_lock="",
     text_search=TsvectorSearch(),
+    memory_text=TsvectorMemoryText(),
 )
 
 

@@ -21,6 +21,7 @@ from turnstore.records.base import WriterStats
 
 if TYPE_CHECKING:
     from turnstore.engine.waiters import EventWatch
+    from turnstore.records.memory import MemoryInsert, MemoryRow, MemoryTextQuery
     from turnstore.records.search import HitRow, IndexedWords, IndexItem
     from turnstore.rules.search import SearchQuery
     from turnstore.telemetry import StoreTelemetry
@@ -158,6 +159,27 @@ class TextSearch(Protocol):
         """The hit rows of `query`'s page in its order, one more when another page follows."""
 
 
+class MemoryText(Protocol):
+    """A database's text index of memory items: the writes that keep it, and its query.
+
+    A put, a delete and a sweep of `memory_items` go through here, so each database keeps
+    its index in the same transaction: SQLite's FTS5 table is handed an item's words again
+    (read from its value) to forget them, PostgreSQL's vector column goes with its row.
+    """
+
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
+        """Create or replace an item; `words` (None: not searched by text) index it."""
+
+    def delete(self, tx: Tx, namespace: str, key: str) -> None:
+        """Delete an item (its vectors with it); an item that is not there is no error."""
+
+    def sweep(self, tx: Tx) -> int:
+        """Delete every expired item; how many there were."""
+
+    def page(self, tx: Tx, query: MemoryTextQuery) -> list[MemoryRow]:
+        """A page of the items whose words match, best match first."""
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """The words of SQL that differ between backends, and the hooks where more differs."""
@@ -190,6 +212,8 @@ class Dialect:
     (empty where one writer serialises everything)."""
     text_search: TextSearch
     """The text index: FTS5 (SQLite), a `tsvector` column's GIN index (PostgreSQL)."""
+    memory_text: MemoryText
+    """Memory items' writes and their text index, the same two kinds of index."""
     server_cursors: bool = False
     """Whether `Tx.stream` reads through a cursor declared on the server (rows stay there)."""
     pipelined: bool = False

@@ -65,8 +65,11 @@ class Plan:
         owner: Callable[[tuple[str, ...]], str | None],
         indexing: Indexing | None,
         refreshing: bool,
+        words: bool = True,
     ) -> None:
         self.ops = ops
+        self.words = words and indexing is None
+        """Whether puts index their words and a query searches them (no embedding index)."""
         self.refreshing = refreshing
         """Whether a read asking to restart times to live may (`TTLConfig.refresh_on_read`)."""
         self.owner = owner
@@ -103,7 +106,10 @@ class Plan:
             self.queries[len(self.searches)] = str(op.query)
             search = MemorySearch(prefix, keep, limit=None, vectors=True)
         else:
-            search = MemorySearch(prefix, keep, op.offset, op.limit, self._refresh(op.refresh_ttl))
+            # Without an index, a query is the items' words (LangGraph's stores ignore it).
+            query = (op.query or None) if self.words else None
+            refresh = self._refresh(op.refresh_ttl)
+            search = MemorySearch(prefix, keep, op.offset, op.limit, refresh, query=query)
         self.searches.append(search)
 
     def _add_put(self, op: PutOp) -> None:
@@ -113,7 +119,9 @@ class Plan:
         ttl_ms = None if op.ttl is None else _minutes_ms(op.ttl)
         namespace = tuple(op.namespace)
         value = encode_value(op.value)
-        self.writes.append(MemoryPut(namespace, op.key, value, ttl_ms, self.owner(namespace)))
+        text = self.words and op.index is not False
+        owner = self.owner(namespace)
+        self.writes.append(MemoryPut(namespace, op.key, value, ttl_ms, owner, text=text))
         if self.indexing is not None and op.index is not False:
             at = len(self.writes) - 1
             self.texts += [(at, field, text) for field, text in self.indexing.texts(op)]

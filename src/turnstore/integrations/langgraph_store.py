@@ -87,8 +87,12 @@ class TurnstoreStore(Closes, BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         owner: Owner | str | None = first_label,
+        words: bool = True,
     ) -> None:
         self._shared: Shared = borrow(store)
+        # Index each put's words for a `query` without an embedding index (False: a query
+        # without one is ignored, as LangGraph's stores ignore it, and puts cost less).
+        self._words = words
         self.index_config = index
         self.ttl_config = ttl
         self._owner = _owner_of(owner)
@@ -116,10 +120,11 @@ class TurnstoreStore(Closes, BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        words: bool = True,
     ) -> Opening[Self]:
         """A store for one block, as LangGraph's stores open theirs: `with` or `async with`
         `TurnstoreStore.from_conn_string(url) as store:` opens it and closes it on leaving."""
-        return Opening(lambda: cls(conn_string, index=index, ttl=ttl))
+        return Opening(lambda: cls(conn_string, index=index, ttl=ttl, words=words))
 
     # --- lifetime ---------------------------------------------------------------------------
 
@@ -146,7 +151,7 @@ class TurnstoreStore(Closes, BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the ops in one transaction; their results in order."""
-        plan = Plan(list(ops), self._owner, self._indexing, self._refreshing)
+        plan = Plan(list(ops), self._owner, self._indexing, self._refreshing, self._words)
         vectors = self._embed([text for _, _, text in plan.texts])
         queries = {at: self._query(text) for at, text in plan.queries.items()}
         memory = self._open().blocking.memory
@@ -157,7 +162,7 @@ class TurnstoreStore(Closes, BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the ops in one transaction, without blocking the event loop."""
-        plan = Plan(list(ops), self._owner, self._indexing, self._refreshing)
+        plan = Plan(list(ops), self._owner, self._indexing, self._refreshing, self._words)
         vectors = await self._aembed([text for _, _, text in plan.texts])
         queries = {at: await self._aquery(text) for at, text in plan.queries.items()}
         memory = self._open().store.memory
@@ -273,8 +278,9 @@ class AsyncTurnstoreStore(AsyncBatchedBaseStore, TurnstoreStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         owner: Owner | str | None = first_label,
+        words: bool = True,
     ) -> None:
-        TurnstoreStore.__init__(self, store, index=index, ttl=ttl, owner=owner)
+        TurnstoreStore.__init__(self, store, index=index, ttl=ttl, owner=owner, words=words)
         # `AsyncBatchedBaseStore`'s queue, bound to the loop of the first async call: an
         # `async with from_conn_string(...)` opens the store in a worker thread.
         self._aqueue: asyncio.Queue[tuple[asyncio.Future[Any], Op]] = asyncio.Queue()
@@ -291,9 +297,10 @@ class AsyncTurnstoreStore(AsyncBatchedBaseStore, TurnstoreStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        words: bool = True,
     ) -> Opening[Self]:
         """A store for one block; `async with` binds it to that block's event loop."""
-        return _LoopOpening(lambda: cls(conn_string, index=index, ttl=ttl))
+        return _LoopOpening(lambda: cls(conn_string, index=index, ttl=ttl, words=words))
 
     def _bind_loop(self) -> None:
         if self._loop is None:

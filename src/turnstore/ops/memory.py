@@ -19,6 +19,7 @@ from turnstore.records.memory import (
     MemoryPut,
     MemoryWrite,
 )
+from turnstore.rules.search import memory_terms, value_words
 from turnstore.rules.validation import identifier, optional_identifier
 from turnstore.scripts import memory as scripts
 
@@ -90,6 +91,8 @@ def _checked(call: MemoryCall) -> MemoryCall:
         namespace(get.namespace)
         _bytes(_label(get.key, "memory key"), "memory key")
     for search in call.searches:
+        if search.query is not None:
+            memory_terms(search.query)
         _count(search.offset, "a search's offset", low=0)
         _count(search.page, "a search's page", low=1)
         if search.limit is not None:
@@ -117,8 +120,14 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
     answer = (yield from read(lambda tx: _read(tx, checked))) if reads else MemoryAnswer([], [], [])
     touched = _refreshed(checked, answer)
     if checked.writes or touched:
-        yield from write(lambda tx: _write(tx, touched, checked.writes))
+        writes = [(one, _words(one)) for one in checked.writes]
+        yield from write(lambda tx: _write(tx, touched, writes))
     return answer
+
+
+def _words(one: MemoryWrite) -> str | None:
+    """The words a put's text is indexed by; None for a delete or a put without text."""
+    return value_words(one.value_json) if isinstance(one, MemoryPut) and one.text else None
 
 
 def _read(tx: Tx, call: MemoryCall) -> MemoryAnswer:
@@ -130,7 +139,9 @@ def _read(tx: Tx, call: MemoryCall) -> MemoryAnswer:
     )
 
 
-def _write(tx: Tx, touched: list[tuple[str, str]], writes: tuple[MemoryWrite, ...]) -> None:
+def _write(
+    tx: Tx, touched: list[tuple[str, str]], writes: list[tuple[MemoryWrite, str | None]]
+) -> None:
     scripts.refresh(tx, touched)
     scripts.write(tx, writes)
 

@@ -36,6 +36,8 @@ class MemoryPut(NamedTuple):
     ttl_ms: int | None
     owner_id: str | None
     vectors: tuple[MemoryVector, ...] | None = None
+    text: bool = False
+    """Index the words of the value's strings, for a search with a `query` to find it."""
 
 
 class MemoryDelete(NamedTuple):
@@ -74,7 +76,8 @@ class MemorySearch(NamedTuple):
     those after the first `offset`, at most `limit` (all with None), read `page` rows a time.
 
     With `vectors`, rows come with their stored vectors; `refresh` restarts the time to live
-    of the items it gives.
+    of the items it gives. With `query` (words and "phrases", as `store.search` reads them),
+    only items put with `text` whose words match, best match first.
     """
 
     prefix: tuple[str, ...]
@@ -84,6 +87,7 @@ class MemorySearch(NamedTuple):
     refresh: bool = False
     vectors: bool = False
     page: int = 256
+    query: str | None = None
 
 
 class SearchedRow(NamedTuple):
@@ -91,6 +95,30 @@ class SearchedRow(NamedTuple):
 
     row: MemoryRow
     vectors: tuple[MemoryVector, ...]
+
+
+class MemoryInsert(NamedTuple):
+    """A `memory_items` row as a put writes it (the times are the database's)."""
+
+    namespace: str
+    item_key: str
+    owner_id: str | None
+    value_json: str
+    ttl_ms: int | None
+    expires_at_ms: int | None
+    """The time to live again: the statement adds the database's time to it."""
+
+
+class MemoryTextQuery(NamedTuple):
+    """A page of a text search of memory: its terms, where, and which page."""
+
+    terms: tuple[tuple[str, bool], ...]
+    """The query's terms as the index's words, one space apart, and whether each is a prefix."""
+    under: tuple[str, str, str] | None
+    """The stored prefix, and the range of the namespaces below it; None: every namespace."""
+    live: bool
+    limit: int
+    offset: int
 
 
 class MemoryCall(NamedTuple):

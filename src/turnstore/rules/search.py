@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import msgspec
+
 from turnstore.errors import InvalidInput, SearchIndexNotBuilt
 from turnstore.records.base import I64_MAX, I64_MIN
 from turnstore.records.kinds import SessionKind, Storage, kind_of
@@ -136,6 +138,21 @@ def index_texts(items: Iterable[Any], kind: SessionKind | None = None) -> list[t
     """(index, the words the index holds) of each item of `kind` that has searchable words."""
     found = ((index, index_text(item_text(item, kind))) for index, item in enumerate(items))
     return [(index, words) for index, words in found if words]
+
+
+def value_words(value_json: str) -> str | None:
+    """The words the index holds of a memory item's value, read as a session's item is; None
+    when it has none. `InvalidInput` when the value is not JSON."""
+    try:
+        value = msgspec.json.decode(value_json)
+    except msgspec.DecodeError as error:
+        raise InvalidInput(f"memory value is not JSON: {error}") from None
+    return index_text(item_text(value)) or None
+
+
+def memory_terms(query: object) -> tuple[Term, ...]:
+    """A memory search's query as the index's terms (`parse_query`, then `indexed`)."""
+    return tuple(indexed(term) for term in parse_query(query))
 
 
 class Term(NamedTuple):

@@ -56,6 +56,8 @@ class DdlWords:
     words_only: str
     """Turns schema 8's text index into one that keeps no copy of the words: the index built
     from `search_items.body` stays, `body` goes."""
+    memory_text: str
+    """Schema 11's text index of memory items, and what each item needs for it."""
 
 
 class _FlagChecks:
@@ -446,6 +448,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         FOREIGN KEY (namespace, item_key) REFERENCES memory_items(namespace, item_key)
             ON DELETE CASCADE
     );
+    """,
+    ),
+    # 11: memory items searched by their words, as sessions are (`rules/search_text.py`),
+    # in an index of each database's own: SQLite's FTS5 without content, whose rows are the
+    # items' row ids (so `memory_items` is rebuilt around an id no VACUUM renumbers), and
+    # PostgreSQL's tsvector column under a GIN index. Items written before it are indexed
+    # when they are written again.
+    Migration(
+        "long-term memory searched by its words (items written before: once written again)",
+        """
+    {memory_text}
     """,
     ),
 )

@@ -3,7 +3,8 @@
 Times come from the database's clock (`{now_ms}`), so every host writing one PostgreSQL store
 agrees on what has expired. A namespace is stored as its labels joined by `SEPARATOR`, which
 no label holds: the items under a prefix are that namespace and a byte range after it, which
-the primary key's b-tree reads in order on both databases.
+the primary key's b-tree reads in order on both databases. Puts, deletes and sweeps go through
+the database's `MemoryText`, which keeps the items' text index in the same transaction.
 """
 
 from __future__ import annotations
@@ -17,31 +18,23 @@ from turnstore.records.memory import (
     SEPARATOR,
     MemoryDelete,
     MemoryGet,
+    MemoryInsert,
     MemoryPut,
     MemoryRow,
     MemorySearch,
+    MemoryTextQuery,
     MemoryVector,
     MemoryWrite,
     SearchedRow,
     namespace_text,
 )
+from turnstore.rules.search import memory_terms
 
 _AFTER = chr(ord(SEPARATOR) + 1)
 """The character after the separator: `prefix + SEPARATOR <= namespace < prefix + _AFTER`
 holds for exactly the namespaces below `prefix`."""
 _LIVE = "(expires_at_ms IS NULL OR expires_at_ms > {now_ms})"
 _UNDER = "(namespace = ? OR (namespace >= ? AND namespace < ?))"
-
-
-class ItemInsert(NamedTuple):
-    """A `memory_items` row as a put writes it (the times are the database's)."""
-
-    namespace: str
-    item_key: str
-    owner_id: str | None
-    value_json: str
-    ttl_ms: int | None
-    expires_at_ms: int | None
 
 
 class VectorInsert(NamedTuple):
@@ -83,20 +76,6 @@ def _page(*, under: bool, live: bool, after: bool) -> Query[MemoryRow]:
 class MemorySql(Statements):
     """The memory tables' statements."""
 
-    put = insert(
-        ItemInsert,
-        "memory_items",
-        # An item put over one that expired (not yet swept) is created anew.
-        " ON CONFLICT (namespace, item_key) DO UPDATE SET owner_id = excluded.owner_id,"
-        " created_at_ms = CASE WHEN memory_items.expires_at_ms <= excluded.updated_at_ms"
-        " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
-        " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
-        " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms",
-        set_={"expires_at_ms": "{now_ms} + ?"},
-        created_at_ms="{now_ms}",
-        updated_at_ms="{now_ms}",
-    )
-    delete = "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
     drop_vectors = "DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
     add_vector = insert(VectorInsert, "memory_vectors")
     get = select(MemoryRow, "FROM memory_items WHERE namespace = ? AND item_key = ?", **_ROW)
@@ -129,10 +108,6 @@ class MemorySql(Statements):
     all_namespaces_live = (
         f"SELECT DISTINCT namespace FROM memory_items WHERE {_LIVE} ORDER BY namespace"
     )
-    sweep = (
-        "DELETE FROM memory_items WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= {now_ms}"
-        " RETURNING 1"
-    )
 
 
 def _under(prefix: tuple[str, ...]) -> tuple[str, str, str]:
@@ -140,22 +115,23 @@ def _under(prefix: tuple[str, ...]) -> tuple[str, str, str]:
     return text, text + SEPARATOR, text + _AFTER
 
 
-def write(tx: Tx, writes: Iterable[MemoryWrite]) -> None:
-    """Apply puts and deletes in order (a batch's last write per item is all it keeps)."""
-    sql = tx.sql(MemorySql)
-    for one in writes:
+def write(tx: Tx, writes: Iterable[tuple[MemoryWrite, str | None]]) -> None:
+    """Apply puts (each with the words its text is indexed by, if any) and deletes in order
+    (a batch's last write per item is all it keeps)."""
+    sql, text = tx.sql(MemorySql), tx.dialect.memory_text
+    for one, words in writes:
         key = (namespace_text(one.namespace), one.key)
         if isinstance(one, MemoryDelete):
-            tx.run(sql.delete, key)
+            text.delete(tx, *key)
             continue
-        tx.run(sql.put, _insert(one))
+        text.put(tx, _insert(one), words)
         if one.vectors is not None:
             tx.run(sql.drop_vectors, key)
             tx.many(sql.add_vector, [VectorInsert(*key, *vector) for vector in one.vectors])
 
 
-def _insert(put: MemoryPut) -> ItemInsert:
-    return ItemInsert(
+def _insert(put: MemoryPut) -> MemoryInsert:
+    return MemoryInsert(
         namespace_text(put.namespace), put.key, put.owner_id, put.value_json, put.ttl_ms, put.ttl_ms
     )
 
@@ -169,6 +145,8 @@ def get(tx: Tx, one: MemoryGet, live: bool) -> MemoryRow | None:
 def search(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
     """The items under `one.prefix` that `one.keep` keeps, newest update first: those past the
     first `one.offset`, at most `one.limit` of them (all, with `limit` None)."""
+    if one.query is not None:
+        return _matching(tx, one, live)
     sql = tx.sql(MemorySql)
     under = _under(one.prefix) if one.prefix else ()
     name = ("under" if one.prefix else "every") + ("_live" if live else "")
@@ -185,6 +163,23 @@ def search(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
         last = rows[-1]
         past = (last.updated_at_ms, last.updated_at_ms, last.namespace, last.namespace, last.key)
         rows = tx.rows(after, (*under, *past, page))
+    chosen = kept[one.offset : wanted]
+    return [SearchedRow(row, ()) for row in chosen] if not one.vectors else _with(tx, one, chosen)
+
+
+def _matching(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
+    """`search` with a query: the items whose words match, best first, read a page a time."""
+    assert one.query is not None  # the caller's branch
+    under = _under(one.prefix) if one.prefix else None
+    query = MemoryTextQuery(memory_terms(one.query), under, live, one.page, 0)
+    wanted = None if one.limit is None else one.offset + one.limit
+    kept: list[MemoryRow] = []
+    while True:
+        rows = tx.dialect.memory_text.page(tx, query)
+        kept += [row for row in rows if one.keep is None or one.keep(row)]
+        if (wanted is not None and len(kept) >= wanted) or len(rows) < query.limit:
+            break
+        query = query._replace(offset=query.offset + query.limit)
     chosen = kept[one.offset : wanted]
     return [SearchedRow(row, ()) for row in chosen] if not one.vectors else _with(tx, one, chosen)
 
@@ -215,4 +210,4 @@ def namespaces(tx: Tx, prefix: tuple[str, ...] | None, live: bool) -> list[str]:
 
 def sweep(tx: Tx) -> int:
     """Delete every expired item; how many there were."""
-    return len(tx.values(tx.sql(MemorySql).sweep))
+    return tx.dialect.memory_text.sweep(tx)

@@ -17,6 +17,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from turnstore import telemetry
 from turnstore.backends.postgres import migrations
 from turnstore.backends.postgres.errors import storage_error, translated
+from turnstore.backends.postgres.memory_text import TsvectorMemoryText
 from turnstore.backends.postgres.options import PostgresOptions
 from turnstore.backends.postgres.pool import open_pool, prelude
 from turnstore.backends.postgres.search import TsvectorSearch
@@ -63,6 +64,7 @@ POSTGRES = Dialect(
     uri_lock="SELECT pg_advisory_xact_lock("
     "hashtextextended(current_schema() || ':attachment:' || %s, 0))",
     text_search=TsvectorSearch(),
+    memory_text=TsvectorMemoryText(),
     server_cursors=True,
     # Pipeline mode needs libpq 14 or newer (psycopg's binary wheels bundle one).
     pipelined=psycopg.Pipeline.is_supported(),

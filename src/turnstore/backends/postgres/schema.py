@@ -39,6 +39,13 @@ WORDS = DdlWords(
     ALTER INDEX search_items_words_idx SET (gin_pending_list_limit = 256);
     CLUSTER search_items USING search_items_pkey;
     """,
+    # Schema 11: an item's words as a vector, NULL for an item not searched by its text; the
+    # GIN index forgets a row with the row, as `search_items`' does.
+    memory_text="""
+    ALTER TABLE memory_items ADD COLUMN words tsvector;
+    CREATE INDEX memory_items_words_idx ON memory_items USING GIN (words)
+        WITH (gin_pending_list_limit = 256);
+    """,
 )
 """PostgreSQL's words for the shared DDL."""
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from turnstore.engine.protocol import Query, Statements, Tx, insert
 from turnstore.records.search import HitRow, IndexedWords, IndexItem
-from turnstore.rules.search import SearchQuery
+from turnstore.rules.search import SearchQuery, Term
 
 WALK_ITEMS = 4_096
 """Newest first: how many of the newest items a search tests one by one before it reads the
@@ -44,16 +44,17 @@ class TsvectorSql(Statements):
     )
 
 
-def _tsquery(query: SearchQuery) -> tuple[str, list[str]]:
-    """The terms as one tsquery expression, parsed by the index's own parser."""
+def tsquery(terms: Sequence[Term]) -> tuple[str, list[str]]:
+    """The terms as one tsquery expression, parsed by the index's own parser, and its
+    parameters."""
     # The terms are the index's words, one space apart (`rules.search_text`). The phrase's
     # tsquery text is read back by the cast, not by `to_tsquery`, which would parse its
     # lexemes again. A term in which the parser still finds no word (a letter this
     # database's locale does not know) is an empty tsquery, never `:*` of nothing, which is
     # a syntax error: an empty term drops out of `&&`, as an empty phrase does in FTS5.
     phrase = "phraseto_tsquery('simple', ?)"
-    parts = [_PREFIX if term.prefix else phrase for term in query.terms]
-    return " && ".join(parts), [term.text for term in query.terms]
+    parts = [_PREFIX if term.prefix else phrase for term in terms]
+    return " && ".join(parts), [term.text for term in terms]
 
 
 def _sql(query: SearchQuery, expression: str, walk: bool) -> str:
@@ -106,7 +107,7 @@ class TsvectorSearch:
         owner, kind = query.owner_id, query.kind
         filters = [owner, owner, kind, kind, query.since_ms, query.until_ms]
         after = query.below
-        expression, terms = _tsquery(query)
+        expression, terms = tsquery(query.terms)
         ranked = terms if query.best else []
 
         def page(walk: bool, below: int, above: int, count: int) -> list[HitRow]:

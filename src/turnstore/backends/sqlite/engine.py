@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from turnstore import telemetry
+from turnstore.backends.sqlite.memory_text import Fts5MemoryText
 from turnstore.backends.sqlite.migrations import check_database, open_database
 from turnstore.backends.sqlite.options import BUSY_TIMEOUT_S
 from turnstore.backends.sqlite.pool import ReaderPool, connect
@@ -38,6 +39,7 @@ SQLITE = Dialect(
     blob_write_lock="",
     uri_lock="",
     text_search=Fts5Search(),
+    memory_text=Fts5MemoryText(),
 )
 
 

@@ -54,6 +54,49 @@ WORDS = DdlWords(
     INSERT INTO search_fts (rowid, body) SELECT item_id, body FROM search_items;
     ALTER TABLE search_items DROP COLUMN body;
     """,
+    # Schema 11: `item_id` names an item's FTS5 row; `text_indexed` says FTS5 holds its words,
+    # which a change of the item hands FTS5 again (read from its value) to take them out. The
+    # vectors' table is rebuilt first, so dropping the old items cascades to nothing.
+    memory_text="""
+    CREATE TABLE memory_items_11 (
+        item_id INTEGER PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        item_key TEXT NOT NULL,
+        owner_id TEXT,
+        value_json TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        ttl_ms INTEGER CHECK (ttl_ms > 0),
+        expires_at_ms INTEGER,
+        text_indexed INTEGER NOT NULL DEFAULT 0 CHECK (text_indexed IN (0, 1)),
+        CHECK ((ttl_ms IS NULL) = (expires_at_ms IS NULL)),
+        UNIQUE (namespace, item_key)
+    );
+    INSERT INTO memory_items_11 (namespace, item_key, owner_id, value_json, created_at_ms,
+        updated_at_ms, ttl_ms, expires_at_ms)
+        SELECT namespace, item_key, owner_id, value_json, created_at_ms, updated_at_ms, ttl_ms,
+            expires_at_ms FROM memory_items ORDER BY namespace, item_key;
+    CREATE TABLE memory_vectors_11 (
+        namespace TEXT NOT NULL,
+        item_key TEXT NOT NULL,
+        field TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (namespace, item_key, field),
+        FOREIGN KEY (namespace, item_key) REFERENCES memory_items_11(namespace, item_key)
+            ON DELETE CASCADE
+    );
+    INSERT INTO memory_vectors_11 SELECT namespace, item_key, field, vector FROM memory_vectors;
+    DROP TABLE memory_vectors;
+    DROP TABLE memory_items;
+    ALTER TABLE memory_items_11 RENAME TO memory_items;
+    ALTER TABLE memory_vectors_11 RENAME TO memory_vectors;
+    CREATE INDEX memory_items_expiry_idx ON memory_items(expires_at_ms)
+        WHERE expires_at_ms IS NOT NULL;
+    CREATE INDEX memory_items_owner_idx ON memory_items(owner_id) WHERE owner_id IS NOT NULL;
+    CREATE VIRTUAL TABLE memory_fts USING fts5(
+        words, content='', tokenize='unicode61 remove_diacritics 2'
+    );
+    """,
 )
 """SQLite's words for the shared DDL."""
 

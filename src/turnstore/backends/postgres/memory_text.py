@@ -1,0 +1,85 @@
+"""PostgreSQL's memory writes and their text index: a `tsvector` column under GIN (schema 11).
+
+A put computes the column from the item's words (`rules.search.value_words`), passed as a
+parameter; an item not searched by its text has none (NULL). A deleted or expired row leaves
+the GIN index with its row, so a delete and a sweep are single statements. The query is the
+conversation search's tsquery, ranked by `ts_rank_cd`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from turnstore.backends.postgres.search import tsquery
+from turnstore.engine.protocol import Query, Statements, Tx, insert
+from turnstore.records.memory import MemoryInsert, MemoryRow, MemoryTextQuery
+from turnstore.rules.search import Term
+
+_ROW = "namespace, item_key, value_json, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms"
+_UNDER = "(CAST(? AS TEXT) IS NULL OR namespace = ? OR (namespace >= ? AND namespace < ?))"
+_LIVE = "(NOT ? OR expires_at_ms IS NULL OR expires_at_ms > {now_ms})"
+
+
+class ItemRow(NamedTuple):
+    """A `memory_items` row as a put writes it here: with the words of its vector."""
+
+    namespace: str
+    item_key: str
+    owner_id: str | None
+    value_json: str
+    ttl_ms: int | None
+    expires_at_ms: int | None
+    words: str | None
+
+
+class TsvectorMemorySql(Statements):
+    """Statements of memory's writes on PostgreSQL (the query is built per query)."""
+
+    put = insert(
+        ItemRow,
+        "memory_items",
+        # An item put over one that expired (not yet swept) is created anew.
+        " ON CONFLICT (namespace, item_key) DO UPDATE SET owner_id = excluded.owner_id,"
+        " created_at_ms = CASE WHEN memory_items.expires_at_ms <= excluded.updated_at_ms"
+        " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
+        " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
+        " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms,"
+        " words = excluded.words",
+        set_={"expires_at_ms": "{now_ms} + ?", "words": "to_tsvector('simple', ?)"},
+        created_at_ms="{now_ms}",
+        updated_at_ms="{now_ms}",
+    )
+    delete = "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
+    sweep = (
+        "DELETE FROM memory_items WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= {now_ms}"
+        " RETURNING 1"
+    )
+
+
+class TsvectorMemoryText:
+    """PostgreSQL's `MemoryText`: the vector is written, and goes, with its row."""
+
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
+        """Write the item with the vector of its words."""
+        tx.run(tx.sql(TsvectorMemorySql).put, ItemRow(*row, words=words))
+
+    def delete(self, tx: Tx, namespace: str, key: str) -> None:
+        """Delete the item (its vectors cascade)."""
+        tx.run(tx.sql(TsvectorMemorySql).delete, (namespace, key))
+
+    def sweep(self, tx: Tx) -> int:
+        """Delete the expired items; how many there were."""
+        return len(tx.values(tx.sql(TsvectorMemorySql).sweep))
+
+    def page(self, tx: Tx, query: MemoryTextQuery) -> list[MemoryRow]:
+        """The page, ranked by `ts_rank_cd` (ties by namespace and key)."""
+        expression, terms = tsquery(tuple(Term(*term) for term in query.terms))
+        sql = (
+            f"SELECT {_ROW} FROM memory_items WHERE words @@ ({expression})"
+            f" AND {_UNDER} AND {_LIVE}"
+            f" ORDER BY ts_rank_cd(words, {expression}) DESC, namespace, item_key"
+            " LIMIT ? OFFSET ?"
+        )
+        under = query.under or (None, None, None)
+        params = (*terms, under[0], *under, query.live, *terms, query.limit, query.offset)
+        return tx.rows(Query(tx.dialect.format(sql), MemoryRow._make), params)
