@@ -25,6 +25,12 @@ index and key bounds it must be served by:
   follows the page once the tables are large. Statements without an order to keep (deletes,
   one-row lookups, the tree walk) may also read the index through a Bitmap Index Scan.
 
+Long-term memory (10,000 items in 500 namespaces) is held to the real plans alone, never a
+forced one: a search's page under a namespace prefix reads `memory_items` only through two
+ranges of its (namespace, item_key) key's unique index (the primary key; on SQLite from schema
+11 a unique constraint's): the prefix's own namespace and the namespaces below it, then sorts
+those few rows; `get` is one lookup of that index. On PostgreSQL both the custom plan and the
+generic plan a prepared statement switches to are checked, after `ANALYZE`.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from turnstore.events import (
     TurnStartedEvent,
     WarningEvent,
 )
+from turnstore.records.memory import SEPARATOR, MemoryCall, MemoryPut, namespace_text
 
 SESSIONS = 300
 FORKS = 30
@@ -90,6 +97,12 @@ NARROW_RANGE = ("session-00", "session-01")
 
 Term = tuple[str | tuple[str, ...], str]
 """One bound the index must apply: a column (or a row of columns) and its operator."""
+MEMORY_USERS = 500
+MEMORY_PER_USER = 20
+"""Memory items: 10,000 in 500 namespaces, so a prefix's rows are a sliver of the table."""
+MEMORY_PREFIX = namespace_text(("users", "u042"))
+"""The searched prefix: its own namespace holds nothing, the one below it 20 items."""
+MEMORY_NAMESPACE = namespace_text(("users", "u042", "memories"))
 
 
 # --- the data ----------------------------------------------------------------------------------
@@ -166,13 +179,26 @@ def _fill_big_session(store: turnstore.BlockingStore) -> None:
         store.save_with_events(checkpoint, [{"text": f"batch {sequence}"}], execution, events)
 
 
+def _fill_memory(store: turnstore.BlockingStore) -> None:
+    """Every user's namespace `users.uNNN.memories`, its items under keys m0..m19."""
+    for first in range(0, MEMORY_USERS, 50):
+        writes = tuple(
+            MemoryPut(("users", f"u{user:03d}", "memories"), f"m{key}", "{}", None, "users")
+            for user in range(first, first + 50)
+            for key in range(MEMORY_PER_USER)
+        )
+        store.memory.run(MemoryCall(writes=writes))
+
+
 def _fill(url: str) -> None:
     with turnstore.open_blocking(url) as store, ThreadPoolExecutor(8) as pool:
+        memory = pool.submit(_fill_memory, store)
         big = pool.submit(_fill_big_session, store)
         list(pool.map(lambda index: _fill_small_session(store, index), range(SESSIONS)))
         for index in range(FORKS):
             store.fork(f"session-{index:03d}", 1, Checkpoint.empty(f"fork-{index:03d}"))
         big.result()
+        memory.result()
 
 
 # --- where a backend keeps its statements -----------------------------------------------------
@@ -240,6 +266,24 @@ class Plans:
             "event_journal", "model_step_id = ? AND stream_phase IS NOT NULL", (FAILED_STEP,)
         )
         assert deltas == 2, "the failed step keeps its two deltas"
+        (self.memory_cursor,) = database.query(
+            "SELECT updated_at_ms, namespace, item_key FROM memory_items WHERE namespace = ?"
+            " ORDER BY updated_at_ms DESC, namespace DESC, item_key DESC LIMIT 1 OFFSET 4",
+            (MEMORY_NAMESPACE,),
+        )
+
+    def check_ranges(
+        self,
+        statement: str,
+        params: Sequence[Any],
+        *,
+        table: str,
+        key: tuple[str, ...],
+        ranges: Sequence[Sequence[Term]],
+    ) -> None:
+        """Assert the real plan reads `table` only through the unique index of `key` (its
+        primary key or a unique constraint's), in `ranges`: each one, and no other read."""
+        raise NotImplementedError
 
     def check(
         self,
@@ -301,6 +345,24 @@ class SqlitePlans(Plans):
             constraint = match[2] or ""
             assert constraint.startswith(_sqlite_bounds(bounds)), f"unbounded read:\n  {shown}"
 
+    def _key_index_words(self, table: str, key: tuple[str, ...]) -> str:
+        """How the plan names the unique index of exactly the columns `key`."""
+        for row in self.database.query(f"PRAGMA index_list({table})"):
+            columns = tuple(info[2] for info in self.database.query(f"PRAGMA index_info({row[1]})"))
+            if row[2] and columns == key:
+                return f"INDEX {row[1]}"
+        return self._index_words(table, PRIMARY_KEY)  # a WITHOUT ROWID table's own key
+
+    def check_ranges(self, statement, params, *, table, key, ranges):
+        plan = self.plan(statement, params)
+        shown = "\n  ".join([statement, *plan])
+        using = re.escape(self._key_index_words(table, key))
+        reads = [line for line in plan if re.match(rf"(SEARCH|SCAN) {table}\b", line)]
+        found = [re.fullmatch(rf"SEARCH {table} USING {using} \((.*)\)", line) for line in reads]
+        assert all(found), f"{table} is read other than by its key's index:\n  {shown}"
+        wanted = sorted(_sqlite_bounds(bounds) for bounds in ranges)
+        assert sorted(match[1] for match in found if match) == wanted, shown
+
 
 def _sqlite_bounds(bounds: Sequence[Term]) -> str:
     def term(column: str | tuple[str, ...], op: str) -> str:
@@ -339,6 +401,41 @@ class PostgresPlans(Plans):
             f"plan with enable_seqscan and enable_sort off:\n{_pg_show(forced)}\n"
             + "\n".join(problems)
         )
+
+    def check_ranges(self, statement, params, *, table, key, ranges):
+        ((index,),) = self.database.query(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+            " AND tablename = %s AND indexdef LIKE %s",
+            (table, f"CREATE UNIQUE INDEX % ({', '.join(key)})"),
+        )
+        for generic in (False, True):
+            root = (
+                self.generic_plan(statement, params)
+                if generic
+                else self.plan(statement, params, forced=False)
+            )
+            problems = _pg_range_problems(root, table, index, ranges)
+            kind = "generic" if generic else "custom"
+            assert not problems, f"{statement}\n{kind} plan:\n{_pg_show(root)}\n" + "\n".join(
+                problems
+            )
+
+    def generic_plan(self, statement: str, params: Sequence[Any]) -> dict[str, Any]:
+        """The plan a prepared statement gets once PostgreSQL stops planning it per call."""
+        from psycopg import sql
+
+        numbered = iter(range(1, len(params) + 1))
+        text = re.sub("%s", lambda _: f"${next(numbered)}", statement)
+        types = ", ".join("bigint" if isinstance(value, int) else "text" for value in params)
+        values = sql.SQL(", ").join(sql.Literal(value) for value in params)
+        with postgres_connection(self.database.schema) as connection:
+            connection.execute("SET plan_cache_mode = force_generic_plan")
+            connection.execute(f"PREPARE page({types}) AS {text}")
+            explain = sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE page({})").format(values)
+            row = connection.execute(explain).fetchone()
+        assert row is not None
+        root: dict[str, Any] = row[0][0]["Plan"]
+        return root
 
 
 def _pg_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -390,6 +487,37 @@ def _pg_problems(
     return problems
 
 
+def _pg_range_problems(
+    root: dict[str, Any], table: str, index: str, ranges: Sequence[Sequence[Term]]
+) -> list[str]:
+    nodes = list(_pg_nodes(root))
+    problems = [f"{node['Node Type']} node" for node in nodes if node["Node Type"] == "Seq Scan"]
+    reads = ("Index Scan", "Index Only Scan", "Bitmap Index Scan")
+    problems += [
+        f"{node['Node Type']} of {node.get('Index Name', node.get('Relation Name'))}"
+        for node in nodes
+        if (node.get("Relation Name") == table or "Index Name" in node)
+        and not (node["Node Type"] in reads and node.get("Index Name") == index)
+        and node["Node Type"] != "Bitmap Heap Scan"
+    ]
+    conditions = [node.get("Index Cond", "") for node in nodes if node.get("Index Name") == index]
+
+    def within(condition: str, bounds: Sequence[Term]) -> bool:
+        return all(_pg_bound(column, op) in condition for column, op in bounds)
+
+    problems += [
+        f"no read of {index} by {bounds}"
+        for bounds in ranges
+        if not any(within(condition, bounds) for condition in conditions)
+    ]
+    problems += [
+        f"{index} read by {condition!r}, none of the ranges"
+        for condition in conditions
+        if not any(within(condition, bounds) for bounds in ranges)
+    ]
+    return problems
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def plans(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -406,7 +534,10 @@ def plans(
     try:
         _fill(postgres_store_url(schema))
         database = Database(backend, Path(), schema)
-        tables = "sessions, context_chunks, transcript_delta, execution_journal, event_journal"
+        tables = (
+            "sessions, context_chunks, transcript_delta, execution_journal, event_journal,"
+            " memory_items"
+        )
         database.query(f"ANALYZE {tables}")
         yield PostgresPlans(database)
     finally:
@@ -791,4 +922,79 @@ def test_a_hot_statement_is_served_by_the_index_meant_for_it(plans, case):
         index=case.index,
         bounds=case.bounds,
         ordered=case.ordered,
+    )
+
+
+# --- long-term memory: the real plans only ---------------------------------------------------
+
+
+class MemoryCase(NamedTuple):
+    """A memory statement and the ranges of memory_items' key it may read."""
+
+    rule: str
+    statement: str
+    params: Callable[[Plans], Sequence[Any]]
+    ranges: Sequence[Sequence[Term]]
+
+
+UNDER = (MEMORY_PREFIX, MEMORY_PREFIX + SEPARATOR, MEMORY_PREFIX + chr(ord(SEPARATOR) + 1))
+"""A search's prefix bounds: its own namespace, and the range of those below it."""
+PREFIX_RANGES: tuple[tuple[Term, ...], ...] = (
+    (("namespace", "="),),
+    (("namespace", ">="), ("namespace", "<")),
+)
+KEY: tuple[tuple[Term, ...], ...] = ((("namespace", "="), ("item_key", "=")),)
+
+
+def _after(plans: Plans) -> tuple[Any, ...]:
+    """The continuation page's cursor: the fifth row of the prefix's first page."""
+    updated, namespace, key = plans.memory_cursor
+    return (*UNDER, updated, updated, namespace, namespace, key, PAGE)
+
+
+def _memory_case(case_id: str, *fields: Any) -> Any:
+    return pytest.param(MemoryCase(*fields), id=case_id)
+
+
+MEMORY_CASES = [
+    _memory_case(
+        "memory-search-first-page",
+        "A search's first page reads the prefix's two key ranges, of live items, no more.",
+        "memory.under_live",
+        lambda plans: (*UNDER, PAGE),
+        PREFIX_RANGES,
+    ),
+    _memory_case(
+        "memory-search-continuation-page",
+        "A search's next page reads the same two key ranges, whatever the cursor.",
+        "memory.under_live_after",
+        _after,
+        PREFIX_RANGES,
+    ),
+    _memory_case(
+        "memory-search-expired-too",
+        "A search that keeps expired items reads the same two key ranges.",
+        "memory.under",
+        lambda plans: (*UNDER, PAGE),
+        PREFIX_RANGES,
+    ),
+    _memory_case(
+        "memory-get",
+        "A get is one lookup of the key's index by its namespace and key.",
+        "memory.get_live",
+        lambda plans: (MEMORY_NAMESPACE, "m7"),
+        KEY,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", MEMORY_CASES)
+def test_a_memory_read_is_served_by_its_key_alone(plans, case):
+    """memory_items is read only through ranges of its key's index (see `case.rule`)."""
+    plans.check_ranges(
+        statement_sql(plans.backend, case.statement),
+        case.params(plans),
+        table="memory_items",
+        key=("namespace", "item_key"),
+        ranges=case.ranges,
     )

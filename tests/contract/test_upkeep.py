@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import sqlite3
@@ -17,6 +18,7 @@ from runtime_helpers import chain, make_commit, replace, runtime
 import turnstore
 from conftest import restore_fixture
 from turnstore import Checkpoint, ConfigError, InvalidInput
+from turnstore.records.memory import MemoryCall, MemoryGet, MemoryPut
 
 DAY = 86_400
 
@@ -72,6 +74,33 @@ async def test_prune_by_owner_touches_only_that_owners_trees(store: Any, databas
     report = await store.upkeep.prune(int(time.time()) - DAY, owner_id="alice")
     assert report.session_ids == ["alice-1"]
     assert await store.session_summary("bob-1") is not None
+
+
+async def test_prune_sweeps_expired_memory_and_a_dry_run_only_counts_it(
+    store: Any, database: Any
+) -> None:
+    """A prune deletes every expired memory item, whatever its cut-off; a dry run counts them,
+    and a prune of one owner's trees leaves them."""
+    short = [MemoryPut(("olive", "notes"), f"brief-{n}", "{}", 50, "olive") for n in range(3)]
+    kept = MemoryPut(("olive", "notes"), "kept", "{}", 3_600_000, "olive")
+    forever = MemoryPut(("bob",), "forever", "{}", None, "bob")
+    await store.memory.run(MemoryCall(writes=(*short, kept, forever)))
+    await make(store, "new")
+    await asyncio.sleep(0.2)  # the three brief items expire (by the database's clock)
+    long_ago = int(time.time()) - 30 * DAY
+    dry = await store.upkeep.prune(long_ago, dry_run=True)
+    assert (dry.expired_memory_item_count, dry.session_ids) == (3, [])
+    mine = await store.upkeep.prune(long_ago, owner_id="olive")
+    assert mine.expired_memory_item_count == 0
+    assert database.count("memory_items") == 5
+    report = await store.upkeep.prune(long_ago)
+    assert (report.expired_memory_item_count, report.session_ids) == (3, [])
+    left = database.query("SELECT item_key FROM memory_items ORDER BY item_key")
+    assert [row[0] for row in left] == ["forever", "kept"]
+    assert database.count("sessions") == 1
+    assert (await store.upkeep.prune(long_ago)).expired_memory_item_count == 0
+    gets = MemoryCall(gets=(MemoryGet(("olive", "notes"), "kept"),))
+    assert (await store.memory.run(gets)).gets[0] is not None
 
 
 @pytest.mark.parametrize(

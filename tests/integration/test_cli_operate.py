@@ -35,6 +35,7 @@ import turnstore
 from conftest import restore_fixture
 from contract.runtime_helpers import chain, make_commit, replace
 from turnstore import Checkpoint, FileAttachmentStore, HydratedSessionCheckpoint
+from turnstore.records.memory import MemoryCall, MemoryPut
 
 # Fixtures shared with test_cli.py, and its hook that says which tests run as a process too.
 __all__ = ["cli", "demo_url", "pytest_generate_tests"]
@@ -124,6 +125,31 @@ def test_prune_by_owner_and_off_a_terminal(cli: Cli, demo_url: str, database: An
     mine = cli("prune", demo_url, "--older-than", "30d", "--owner", "demo-user", "--yes")
     assert "Pruned 2 session(s) in 1 tree(s)" in mine.stdout
     assert catalog(demo_url) == []
+
+
+def test_prune_sweeps_expired_memory_items_and_counts_them(
+    cli: Cli, store_url: str, database: Any
+) -> None:
+    """prune deletes expired memory items and says how many: asks first, counts on a dry run."""
+    expiring = [MemoryPut(("olive",), f"brief-{n}", "{}", 50, "olive") for n in range(2)]
+    with turnstore.open_blocking(store_url) as store:
+        store.memory.run(
+            MemoryCall(writes=(*expiring, MemoryPut(("olive",), "kept", "{}", None, "olive")))
+        )
+    time.sleep(0.2)  # both brief items expire
+    dry = cli("prune", store_url, "--older-than", "30d", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "Would delete 2 expired memory item(s)." in dry.stdout
+    refused = cli("prune", store_url, "--older-than", "30d")
+    assert_clean_error(refused, "Delete 2 expired memory item(s)", "--yes", code=2)
+    assert database.count("memory_items") == 3
+    result = cli("prune", store_url, "--older-than", "30d", "--yes", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["expired_memory_item_count"] == 2
+    assert database.count("memory_items") == 1
+    again = cli("prune", store_url, "--older-than", "30d", "--yes")
+    assert "Pruned 0 session(s)" in again.stdout
+    assert "memory" not in again.stdout
 
 
 @pytest.mark.parametrize("duration", ["30", "3y", "-1d", "0s", "1h30"])

@@ -296,7 +296,9 @@ def upkeep_records() -> dict[str, Any]:
     """One filled instance of every operators' report."""
     step = upkeep.MigrationStep(version=4, summary="LangGraph checkpoints")
     return {
-        "PruneReport": upkeep.PruneReport(session_ids=["a", "a-fork"], tree_count=1, dry_run=True),
+        "PruneReport": upkeep.PruneReport(
+            session_ids=["a", "a-fork"], tree_count=1, dry_run=True, expired_memory_item_count=2
+        ),
         "StoreStats": upkeep.StoreStats(
             session_count=3, fork_count=1, total_tokens=9, blob_bytes=7
         ),

@@ -75,8 +75,9 @@ def prune(
     """Delete whole session trees that nobody updated for a while, in small batches.
 
     URL is the store. A tree (a root session and every fork below it) goes when every
-    session in it was last updated longer ago than --older-than. Without --yes it lists
-    what would go and asks on a terminal; it reports every session removed.
+    session in it was last updated longer ago than --older-than. Expired long-term memory
+    items go too (not with --owner). Without --yes it lists what would go and asks on a
+    terminal; it reports every session removed and how many memory items.
     """
     before = seconds_ago(older_than)
     with open_store(url, read_only=dry_run, existing=True) as store:
@@ -84,9 +85,9 @@ def prune(
             preview = store.upkeep.prune(
                 before, owner_id=owner, dry_run=True, batch_size=batch_size
             )
-            if preview.session_ids:
-                _show_pruned(output.make_console(stderr=True), preview, before, "Will prune")
-                confirm(f"Delete these {len(preview.session_ids)} session(s)", yes=yes)
+            if preview.session_ids or preview.expired_memory_item_count:
+                _show_pruned(output.make_console(stderr=True), preview, before, "will")
+                confirm(f"Delete {_pruned_count(preview)}", yes=yes)
         with progress_bar("Pruning"):
             report = store.upkeep.prune(
                 before, owner_id=owner, dry_run=dry_run, batch_size=batch_size
@@ -94,17 +95,35 @@ def prune(
     if as_json:
         echo_json(report.to_builtins())
         return
-    verb = "Would prune (dry run, nothing deleted)" if dry_run else "Pruned"
-    _show_pruned(output.make_console(), report, before, verb)
+    _show_pruned(output.make_console(), report, before, "would" if dry_run else "did")
 
 
-def _show_pruned(console: Any, report: PruneReport, before: int, verb: str) -> None:
-    """Print a prune report: its counts, then every session id."""
+_PRUNE_VERBS = {
+    "will": ("Will prune", "Will delete"),
+    "would": ("Would prune (dry run, nothing deleted)", "Would delete"),
+    "did": ("Pruned", "Deleted"),
+}
+"""A prune's verbs for trees and for memory items: before asking, on a dry run, and done."""
+
+
+def _show_pruned(console: Any, report: PruneReport, before: int, mood: str) -> None:
+    """Print a prune report: its counts, every session id, then the memory items swept."""
+    trees, items = _PRUNE_VERBS[mood]
     title = (
-        f"{verb} {len(report.session_ids)} session(s) in {report.tree_count} tree(s)"
+        f"{trees} {len(report.session_ids)} session(s) in {report.tree_count} tree(s)"
         f" last updated before {output.utc_seconds(before)}:"
     )
     output.render_ids(console, title, report.session_ids)
+    if report.expired_memory_item_count:
+        console.print(f"{items} {report.expired_memory_item_count} expired memory item(s).")
+
+
+def _pruned_count(report: PruneReport) -> str:
+    """What a prune deletes, counted: `3 session(s) and 2 expired memory item(s)`."""
+    found = [f"{len(report.session_ids)} session(s)"] if report.session_ids else []
+    if report.expired_memory_item_count:
+        found.append(f"{report.expired_memory_item_count} expired memory item(s)")
+    return " and ".join(found)
 
 
 @click.command(cls=StoreCommand)

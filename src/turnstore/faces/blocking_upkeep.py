@@ -46,10 +46,12 @@ class BlockingUpkeep:
         dry_run: bool = False,
         batch_size: int = 100,
     ) -> PruneReport:
-        """Delete every tree whose sessions were all last updated before a Unix time.
+        """Delete every tree whose sessions were all last updated before a Unix time, then
+        every expired memory item.
 
         Trees go `batch_size` to a transaction, so writers wait at most one batch; with
-        `owner_id`, only trees whose root that owner holds; `dry_run` only reports.
+        `owner_id`, only trees whose root that owner holds (and no memory item); `dry_run`
+        only reports.
         """
         return self._driver.run(upkeep_ops.prune(updated_before, owner_id, dry_run, batch_size))
 

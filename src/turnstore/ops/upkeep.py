@@ -31,7 +31,7 @@ from turnstore.rules.validation import (
     validate_session_ids,
 )
 from turnstore.rules.values import text
-from turnstore.scripts import runtime_upkeep, search, stored_rows, transfer, upkeep
+from turnstore.scripts import memory, runtime_upkeep, search, stored_rows, transfer, upkeep
 from turnstore.scripts.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
 from turnstore.scripts.transfer import LineSource
 from turnstore.scripts.transfer_rows import (
@@ -60,7 +60,8 @@ def _binary(stream: object, method: str) -> bool:
 def prune(
     updated_before: int, owner_id: str | None, dry_run: bool, batch_size: int
 ) -> Steps[PruneReport]:
-    """Delete whole trees last updated before a time, a small transaction per batch."""
+    """Delete whole trees last updated before a time, a small transaction per batch, then
+    every expired memory item (unless the prune is one owner's)."""
     check_input(
         isinstance(updated_before, int)
         and not isinstance(updated_before, bool)
@@ -93,7 +94,24 @@ def prune(
             # batch held it (at least SINGLE_WRITER_REST_S) gives each waiting writer its turn.
             rest = max(time.monotonic() - began, SINGLE_WRITER_REST_S)
             yield from call(partial(_rest, seconds=rest))
-    return PruneReport(session_ids=sorted(removed), tree_count=trees, dry_run=dry_run)
+    swept = 0 if owner_id is not None else (yield from _sweep_memory(dry_run))
+    return PruneReport(
+        session_ids=sorted(removed),
+        tree_count=trees,
+        dry_run=dry_run,
+        expired_memory_item_count=swept,
+    )
+
+
+def _sweep_memory(dry_run: bool) -> Steps[int]:
+    """Delete every expired memory item (a dry run counts them); how many.
+
+    Expiry is the items' own (by the database's clock), not the prune's cut-off. The sweep
+    takes every owner's expired items, so a prune narrowed to one owner leaves them alone.
+    """
+    if dry_run:
+        return (yield from read(upkeep.expired_memory))
+    return (yield from write(memory.sweep))
 
 
 def _rest(engine: Engine, seconds: float) -> None:

@@ -17,12 +17,15 @@ Progress = Callable[[int, int], None]
 
 
 class PruneReport(Record, kw_only=True):
-    """What `prune` removed (or, on a dry run, would remove): whole session trees."""
+    """What `prune` removed (or, on a dry run, would remove): whole session trees, and the
+    long-term memory items that had expired."""
 
     session_ids: list[str] = msgspec.field(default_factory=list)
     """Every session removed, roots and forks, sorted."""
     tree_count: U64 = 0
     dry_run: bool = False
+    expired_memory_item_count: U64 = 0
+    """Expired memory items deleted (every owner's; a prune of one owner's trees sweeps none)."""
 
 
 class StoreStats(Record, kw_only=True):

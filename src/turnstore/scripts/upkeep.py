@@ -61,7 +61,7 @@ _OWNED = "SELECT session_id FROM sessions WHERE owner_id = ?"
 
 
 class UpkeepSql(Statements):
-    """The statements of prune and stats."""
+    """The statements of prune (its memory count too) and stats."""
 
     # The catalog's index order (sessions_recent_idx, sessions_owner_recent_idx): each batch
     # reads its rows from where the last one stopped instead of sorting every old session.
@@ -114,6 +114,12 @@ class UpkeepSql(Statements):
     )
     tombstoned_sessions = (
         "SELECT DISTINCT session_id FROM graph_nodes WHERE tombstoned ORDER BY session_id"
+    )
+    # The memory sweep's own condition, so a dry run counts what it would delete (read off
+    # memory_items_expiry_idx).
+    expired_memory = (
+        "SELECT count(*) FROM memory_items"
+        " WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= {now_ms}"
     )
 
 
@@ -169,6 +175,11 @@ def prune_batch(
         return removed, len(roots), None
     last = found[-1]
     return removed, len(roots), PruneCursor(last.updated_at, last.latest_sequence, last.session_id)
+
+
+def expired_memory(tx: Tx) -> int:
+    """How many memory items have expired: what `scripts.memory.sweep` would delete now."""
+    return int(tx.value(tx.sql(UpkeepSql).expired_memory))
 
 
 def stats(tx: Tx) -> StoreStats:
