@@ -120,14 +120,6 @@ SLOW = [
 ]
 """Left out of `--store-sample` runs: each sleeps 6 to 17 s (the full run has them; the
 sample keeps the shorter TTL tests, refresh on read among them)."""
-WORDS_OFF = [
-    STORE + "test_store_ttl",
-    ASYNC + "test_store_ttl",
-]
-"""Run on a `TurnstoreStore(words=False)`: each searches a store without an index with a
-query that names no word of its item (`query="foo"` over `{"foo": "bar"}`) and expects the
-item, as LangGraph's stores ignore such a query. A store with words searches them: the
-documented difference (docs/how-to/langgraph-memory.md); `words=False` is its LangGraph mode."""
 PGVECTOR_ONLY = "halfvec"
 """The variants of the PostgreSQL vector tests on pgvector's half-precision type: a storage
 format of pgvector's, not a behaviour of the `BaseStore` API (the `vector` ones run)."""
@@ -141,8 +133,6 @@ _SCRATCH: list[Path] = []
 _PLACES: dict[str, str] = {}
 """This test's connection strings -> the database each one opens."""
 _SCHEMAS: list[str] = []
-_WORDS = [True]
-"""Whether the stores the running test opens index words (False for `WORDS_OFF`)."""
 
 
 def _count_open() -> None:
@@ -225,7 +215,7 @@ def _turnstore_opener(asynchronous: bool) -> Callable[..., Any]:
         _count_open()
         url = database_for(conn_string, "turnstore")
         # The index as the test gives it: SqliteStore's `text_fields` key included.
-        return ours.from_conn_string(url, index=index, ttl=ttl, words=_WORDS[0])
+        return ours.from_conn_string(url, index=index, ttl=ttl)
 
     return opened
 
@@ -450,12 +440,6 @@ def _deselected_names(config: pytest.Config) -> list[str]:
 
 def _matches(nodeid: str, names: list[str]) -> list[str]:
     return [name for name in names if nodeid == name or nodeid.startswith(name + "[")]
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Before the test's fixtures open its stores: with words or without (`WORDS_OFF`)."""
-    _WORDS[0] = not _matches(item.nodeid, WORDS_OFF)
 
 
 def _later_variant(params: dict[str, Any]) -> bool:

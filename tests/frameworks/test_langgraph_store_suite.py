@@ -8,9 +8,8 @@ and `test_async_store.py`. Each runs in a pytest process of its own inside its s
 `AsyncSqliteStore`, `PostgresStore` or `AsyncPostgresStore` (their fixtures included), on
 SQLite or on PostgreSQL. Deselected (listed in the plugin, each with its reason): the tests
 that inspect LangGraph's stores' own machinery, and the `halfvec` variants of the vector tests.
-The PostgreSQL package's two `test_store_ttl` tests search a store without an index with a
-query naming no word of the item and expect it, as LangGraph's stores ignore such a query:
-they run on `TurnstoreStore(words=False)` (`WORDS_OFF`), the mode without that difference.
+They run on the default store (`words=False`), which ignores a query without an index as
+LangGraph's stores do; `tests/frameworks/test_langgraph_store_words.py` tests `words=True`.
 
 `./dev test-peers` runs a sample (each store fixture's first variant; the four TTL tests that
 sleep 6 to 17 s left out), and so does CI: the whole run takes about 210 s of a worker's time

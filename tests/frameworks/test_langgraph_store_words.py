@@ -1,8 +1,8 @@
-"""`TurnstoreStore` searched by words: a `query` on a store without an embedding `index`.
+"""`TurnstoreStore(words=True)` searched by words: a `query` without an embedding `index`.
 
-LangGraph's own stores ignore such a query and return every item under the prefix; ours
-finds the items whose words match, best first, then filters and pages them (a documented
-difference, docs/how-to/langgraph-memory.md). Both backends, the sync and async faces.
+LangGraph's own stores (and ours by default) ignore such a query and return every item under
+the prefix; with `words=True` ours finds the items whose words match, best first, then
+filters and pages them (docs/how-to/langgraph-memory.md). Both backends, both faces.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ MEMORIES = {
 
 @pytest.fixture
 def store(store_url: str) -> Iterator[TurnstoreStore]:
-    with TurnstoreStore.from_conn_string(store_url) as opened:
+    with TurnstoreStore.from_conn_string(store_url, words=True) as opened:
         opened.setup()
         for key, value in MEMORIES.items():
             opened.put(ADA, key, value, index=False if key == "quiet" else None)
@@ -68,13 +68,13 @@ def test_a_replaced_or_deleted_memory_is_found_by_its_new_words_only(
 
 
 def test_the_difference_from_langgraphs_own_store_is_the_query_alone(tmp_path: Path) -> None:
-    """LangGraph's store returns every item for a query it cannot rank; ours the matches;
-    without a query both return every item under the prefix."""
+    """LangGraph's store returns every item for a query it cannot rank; ours with words the
+    matches; without a query both return every item under the prefix."""
     theirs = InMemoryStore()
     for key, value in MEMORIES.items():
         theirs.put(ADA, key, value)
     assert len(theirs.search(ADA, query="submarine")) == len(MEMORIES)
-    with TurnstoreStore.from_conn_string(str(tmp_path / "store.sqlite3")) as ours:
+    with TurnstoreStore.from_conn_string(str(tmp_path / "store.sqlite3"), words=True) as ours:
         for key, value in MEMORIES.items():
             ours.put(ADA, key, value)
         assert ours.search(ADA, query="submarine") == []
@@ -88,7 +88,7 @@ def test_a_query_that_cannot_be_read_is_refused(store: TurnstoreStore) -> None:
 
 
 async def test_the_async_store_searches_by_words_too(store_url: str) -> None:
-    async with AsyncTurnstoreStore.from_conn_string(store_url) as store:
+    async with AsyncTurnstoreStore.from_conn_string(store_url, words=True) as store:
         await store.setup()
         await store.aput(ADA, "boat", MEMORIES["boat"])
         await store.aput(ADA, "tea", MEMORIES["tea"])
@@ -96,7 +96,8 @@ async def test_the_async_store_searches_by_words_too(store_url: str) -> None:
 
 
 def test_a_store_without_words_ignores_a_query_as_langgraphs_do(store_url: str) -> None:
-    with TurnstoreStore.from_url(store_url, words=False) as store:
+    """The default: no words indexed, a query without an index ignored."""
+    with TurnstoreStore.from_url(store_url) as store:
         store.put(ADA, "boat", MEMORIES["boat"])
         store.put(ADA, "tea", MEMORIES["tea"])
         assert sorted(item.key for item in store.search(ADA, query="submarine")) == [
@@ -104,5 +105,5 @@ def test_a_store_without_words_ignores_a_query_as_langgraphs_do(store_url: str) 
             "tea",
         ]
     # Its puts left no words: a store that searches them finds none of those items.
-    with TurnstoreStore.from_url(store_url) as store:
+    with TurnstoreStore.from_url(store_url, words=True) as store:
         assert store.search(ADA, query="tea") == []

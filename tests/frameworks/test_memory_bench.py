@@ -30,12 +30,28 @@ def test_the_memory_benchmark_runs(tmp_path: Path) -> None:
         "memory",
         "sqlite",
         "turnstore",
-        "turnstore-nowords",
+        "turnstore-words",
+        "ceiling-sqlite",
     }, doc["mix"]
     assert all(row["ops_per_s"] > 0 for row in doc["mix"]["sides"].values())
+    for name, row in doc["mix"]["sides"].items():
+        drawn = [kind for kind, count in doc["mix"]["counts"].items() if count]
+        assert all(row["median_us"][kind] > 0 for kind in drawn), name
+    assert set(doc["mix"]["api_floor_us"]) == {"get", "search", "list"}
+    assert all(us > 0 for us in doc["mix"]["api_floor_us"].values())
+    (ceiling,) = doc["ceilings"]
+    assert (ceiling["peer"], ceiling["ceiling"], ceiling["target"]) == (
+        "sqlite",
+        "ceiling-sqlite",
+        1.5,
+    )
+    assert ceiling["ratio"] > 0
+    assert ceiling["with_floor_ratio"] > 0
     for name, row in doc["scale"]["sides"].items():
         assert row["small_ms"] > 0, name
         assert row["large_ms"] > 0, name
+    assert doc["scale"]["sides"]["turnstore"]["settled"] is True
+    assert doc["scale"]["sides"]["sqlite"]["settled"] is True
     assert doc["scale"]["sides"]["turnstore"]["size_vs_payload"] > 0
     for size in doc["vectors"]["sizes"].values():
         assert size["ceiling_ms"] > 0
@@ -44,7 +60,9 @@ def test_the_memory_benchmark_runs(tmp_path: Path) -> None:
     judged = [target for target in doc["targets"] if target["passed"] is not None]
     assert {target["target"] for target in judged} >= {
         "mix ops/s: turnstore / sqlite",
-        "mix ops/s: turnstore-nowords / sqlite",
+        "mix ops/s: turnstore-words / sqlite",
         "store / payload: turnstore",
     }
     assert "TurnstoreStore (SQLite)" in done.stdout
+    assert "ceiling: plain SQL (SQLite)" in done.stdout
+    assert "API floor (BaseStore API" in done.stdout

@@ -65,7 +65,7 @@ class Plan:
         owner: Callable[[tuple[str, ...]], str | None],
         indexing: Indexing | None,
         refreshing: bool,
-        words: bool = True,
+        words: bool = False,
     ) -> None:
         self.ops = ops
         self.words = words and indexing is None

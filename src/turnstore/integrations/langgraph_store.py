@@ -87,11 +87,11 @@ class TurnstoreStore(Closes, BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         owner: Owner | str | None = first_label,
-        words: bool = True,
+        words: bool = False,
     ) -> None:
         self._shared: Shared = borrow(store)
-        # Index each put's words for a `query` without an embedding index (False: a query
-        # without one is ignored, as LangGraph's stores ignore it, and puts cost less).
+        # True: each put indexes its words, and a `query` without an embedding index searches
+        # them. False (LangGraph's behaviour): such a query is ignored, and puts cost less.
         self._words = words
         self.index_config = index
         self.ttl_config = ttl
@@ -120,7 +120,7 @@ class TurnstoreStore(Closes, BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        words: bool = True,
+        words: bool = False,
     ) -> Opening[Self]:
         """A store for one block, as LangGraph's stores open theirs: `with` or `async with`
         `TurnstoreStore.from_conn_string(url) as store:` opens it and closes it on leaving."""
@@ -278,7 +278,7 @@ class AsyncTurnstoreStore(AsyncBatchedBaseStore, TurnstoreStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         owner: Owner | str | None = first_label,
-        words: bool = True,
+        words: bool = False,
     ) -> None:
         TurnstoreStore.__init__(self, store, index=index, ttl=ttl, owner=owner, words=words)
         # `AsyncBatchedBaseStore`'s queue, bound to the loop of the first async call: an
@@ -297,7 +297,7 @@ class AsyncTurnstoreStore(AsyncBatchedBaseStore, TurnstoreStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        words: bool = True,
+        words: bool = False,
     ) -> Opening[Self]:
         """A store for one block; `async with` binds it to that block's event loop."""
         return _LoopOpening(lambda: cls(conn_string, index=index, ttl=ttl, words=words))
