@@ -13,6 +13,10 @@ Google ADK: a `list_sessions` page (20 sessions of one user) with 100 and with 1
 sessions stored, against `DatabaseSessionService`'s (SQLite) full `list_sessions` at
 10,000, which has no pages; and `get_session` with the last 50 events of a session of 100
 and of 3,000 events.
+
+Strands Agents and Pydantic AI: a turn's save through each framework's own write path and a
+load of the latest state at 50 and 800 turns, against Strands' `FileSessionManager` and
+Pydantic AI's `InMemoryConversationStore` (`bench.framework_turns`, which runs alone too).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import framework_turns
 from bench.postgres import DEFAULT_URL, ScratchDatabase, unavailable
 from bench.workload import make_turn
 
@@ -186,11 +191,13 @@ async def run(points: Sequence[int], probes: int, postgres_url: str | None) -> d
 async def run_all(
     points: Sequence[int], probes: int, postgres_url: str | None, small: bool
 ) -> dict[str, Any]:
-    """The Agents SDK rows, then the ADK rows."""
+    """The Agents SDK rows, then the ADK rows, then the Strands and Pydantic AI rows."""
     doc = await run(points, probes, postgres_url)
     scratch = Path(tempfile.mkdtemp(prefix="turnstore-bench-adk-"))
     doc["adk"] = await run_adk(scratch, probes, postgres_url, small)
     doc["targets"] += doc["adk"]["targets"]
+    doc["turns"] = await framework_turns.run_turns(probes, postgres_url, small)
+    doc["targets"] += doc["turns"]["targets"]
     return doc
 
 
@@ -367,10 +374,9 @@ def render(doc: dict[str, Any]) -> str:
     if adk is not None:
         lines += ["", "Google ADK sessions (SQLite), medians"]
         lines += [f"{name:<45} {seconds * 1e3:>9.2f} ms" for name, seconds in adk["rows"].items()]
-    lines += ["", "Targets"]
-    for row in doc["targets"]:
-        verdict = "PASS" if row["passed"] else "MISS"
-        lines.append(f"{row['target']:<66} {row['measured']:>7.3f} {row['required']:>7}  {verdict}")
+    if "turns" in doc:
+        lines += ["", *framework_turns.render(doc["turns"])]
+    lines += ["", "Targets", *framework_turns.render_targets(doc["targets"])]
     return "\n".join(lines)
 
 

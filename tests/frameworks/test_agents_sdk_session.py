@@ -330,5 +330,15 @@ def test_the_frameworks_benchmark_runs(tmp_path: Path) -> None:
         "agents-sqlalchemysession",
         "turnstore-pg",
     }
-    assert len(doc["targets"]) == 6
+    assert len(doc["targets"]) == 12
     assert set(doc["adk"]["rows"]) >= {"database full list at 200", "turnstore page at 200"}
+    for part, peers in (
+        ("strands", {"turnstore", "turnstore-pg", "strands-file", "strands-file+fsync"}),
+        ("pydantic_ai", {"turnstore", "turnstore-pg", "inmemory"}),
+    ):
+        ran = doc["turns"][part]["peers"]
+        assert {name for name, peer in ran.items() if peer["status"] == "ran"} >= peers
+        for name in peers:
+            # Every point timed, and the resumed load holds the session's messages.
+            assert [row["turns"] for row in ran[name]["points"]] == [3, 6]
+            assert [row["loaded_messages"] for row in ran[name]["points"]] == [12, 24]
