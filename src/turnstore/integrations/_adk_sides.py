@@ -18,8 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
@@ -32,6 +31,7 @@ from turnstore.errors import InvalidInput
 from turnstore.integrations import _adk_storage as storage
 from turnstore.integrations._adk_tables import DatabaseTables, Key, Problem
 from turnstore.integrations._agents_tables import read_only_engine
+from turnstore.integrations._opening import Closes
 from turnstore.integrations.adk import (
     KIND,
     PREFIX,
@@ -88,7 +88,7 @@ def split(merged: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[
     return own, app, user
 
 
-class Sessions:
+class Sessions(Closes):
     """Any ADK `BaseSessionService`, through its API: `InMemorySessionService`, Vertex AI's,
     your own.
 
@@ -214,28 +214,6 @@ class Sessions:
     def close(self) -> None:
         """Close what this opened, blocking (not from async code)."""
         asyncio.run(self.aclose())
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class DatabaseSessions(Sessions):

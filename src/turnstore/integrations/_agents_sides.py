@@ -12,8 +12,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from agents.memory import Session, SQLiteSession
 
@@ -25,6 +24,7 @@ from turnstore.integrations._agents_tables import (
     SQLiteTables,
     read_only_engine,
 )
+from turnstore.integrations._opening import Closes
 from turnstore.integrations.openai_agents import TurnstoreSession
 from turnstore.records import SessionCursor, SessionPageRequest
 from turnstore.records.kinds.openai_agents import KIND
@@ -34,7 +34,7 @@ Opener = Callable[[str], Session]
 """Any other session store: a callable that opens the SDK `Session` of an id."""
 
 
-class Sessions:
+class Sessions(Closes):
     """Where SDK sessions live, for a move: opens the `Session` of an id, and reads sessions.
 
     This base serves any session store through the `Session` API: `opener` opens a session
@@ -116,28 +116,6 @@ class Sessions:
     def close(self) -> None:
         """Close what this opened, blocking (not from async code)."""
         asyncio.run(self.aclose())
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class SQLiteSessions(Sessions):

@@ -64,9 +64,10 @@ class Fts5MemorySql(Statements):
         created_at_ms="{now_ms}",
         updated_at_ms="{now_ms}",
     )
+    # Only an item FTS5 holds: a put over one it does not reads no value.
     held = Query(
         "SELECT item_id, value_json, text_indexed FROM memory_items"
-        " WHERE namespace = ? AND item_key = ?",
+        " WHERE namespace = ? AND item_key = ? AND text_indexed",
         Gone._make,
     )
     delete = Query(
