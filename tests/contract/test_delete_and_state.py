@@ -252,3 +252,78 @@ async def test_load_states_reads_one_key_of_many_scopes_at_once(store):
         await store.load_states("abc", "record")
     with pytest.raises(InvalidInput):
         await store.load_states([f"s{n}" for n in range(1001)], "record")
+
+
+async def _all_session_states(store, prefix, key, limit):
+    """Every page of load_session_states, the pages' sizes and the states in order."""
+    states, sizes, after = [], [], None
+    while True:
+        page = await store.load_session_states(prefix, key, after=after, limit=limit)
+        states += page.states
+        sizes.append(len(page.states))
+        if page.next_after is None:
+            return states, sizes
+        assert page.next_after > (after or "")
+        after = page.next_after
+
+
+async def test_load_session_states_pages_the_sessions_of_an_id_prefix_with_one_key(store):
+    """Sessions whose id starts with the prefix, in id (code point) order, each with its own
+    value of the key; sessions without it, state scopes that are no session, and ids beside
+    the prefix are left out; pages of `limit` sessions end with next_after None."""
+    ids = ["app/u/1", "app/u/2", "app/u/3", "app/u/\u00e9", "app/u/\U0001f600", "app/v/1", "app/u"]
+    for session_id in ids:
+        await store.append_context(session_id, [{"role": "user", "content": session_id}])
+        if session_id != "app/u/2":
+            await store.save_state(session_id, "record", {"id": session_id})
+    await store.save_state("app/u/9", "record", {"id": "no session"})
+    await store.save_state("app/u/1", "other", 1)
+    want = [
+        (session_id, {"id": session_id})
+        for session_id in ("app/u/1", "app/u/3", "app/u/\u00e9", "app/u/\U0001f600")
+    ]
+    for limit in (1, 2, 5, 1000):
+        states, sizes = await _all_session_states(store, "app/u/", "record", limit)
+        assert states == want, limit
+        assert all(size <= limit for size in sizes)
+    page = await store.load_session_states("app/u/", "record", after="app/u/3", limit=10)
+    assert page.states == want[2:]
+    assert page.next_after is None
+    whole, _ = await _all_session_states(store, "app/", "record", 3)
+    assert [session_id for session_id, _ in whole] == sorted(
+        [*(session_id for session_id, _ in want), "app/v/1", "app/u"]
+    )
+    assert (await store.load_session_states("app/u/", "missing-key")).states == []
+    assert (await store.load_session_states("zzz", "record")).states == []
+    # A deleted session's state goes with it.
+    await store.delete_sessions(["app/u/3"])
+    states, _ = await _all_session_states(store, "app/u/", "record", 2)
+    assert [session_id for session_id, _ in states] == [
+        "app/u/1",
+        "app/u/\u00e9",
+        "app/u/\U0001f600",
+    ]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("", "record", {}),
+        ("a\x00", "record", {}),
+        (None, "record", {}),
+        ("app/", "rec\x00ord", {}),
+        ("app/", 7, {}),
+        ("app/", "record", {"after": 3}),
+        ("app/", "record", {"after": "x\x00"}),
+        ("app/", "record", {"limit": 0}),
+        ("app/", "record", {"limit": True}),
+        ("app/", "record", {"limit": 10_001}),
+        ("app/", "record", {"limit": 1.5}),
+    ],
+)
+async def test_load_session_states_refuses_what_it_cannot_page(store, arguments):
+    """An empty or non-text prefix, a key or cursor that is no identifier, and a limit that is
+    not an integer from 1 to 10,000 are InvalidInput."""
+    prefix, key, options = arguments
+    with pytest.raises(InvalidInput):
+        await store.load_session_states(prefix, key, **options)

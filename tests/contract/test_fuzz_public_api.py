@@ -874,6 +874,11 @@ CASE_LIST = [
     Case("search", (SEARCHES,)),
     Case("conversation", (p(GOOD_IDS), CONVERSATIONS)),
     Case("load_state_scope", (p(GOOD_IDS),)),
+    Case(
+        "load_session_states",
+        (p(GOOD_IDS), p(GOOD_IDS), p(maybe(GOOD_IDS)), p(st.integers(1, 5))),
+        keywords=("after", "limit"),
+    ),
     Case("pop_context", (p(GOOD_IDS), p(st.integers(1, 3)))),
     Case("clear_context", (p(GOOD_IDS),)),
     Case("context_tail", (p(GOOD_IDS), p(maybe(st.integers(0, 5))))),

@@ -728,6 +728,16 @@ PLAN_CASES = [
         "sessions_owner_recent_idx",
         (("owner_id", "="), (CATALOG_ORDER, "<")),
     ),
+    # Sessions' state by id prefix (ADK's list_sessions): the sessions' key, in order.
+    _case(
+        "session-states-page",
+        "Sessions' state by id prefix walks the sessions' primary key within the range.",
+        "checkpoints.sessions_state",
+        lambda plans: ("record", *PREFIX_RANGE, "", PAGE),
+        "sessions",
+        PRIMARY_KEY,
+        (("session_id", ">"), ("session_id", "<")),
+    ),
     # A wide id prefix filters the catalog's order as it is walked: no sort of every match.
     _case(
         "prefix-catalog-first-page",

@@ -294,3 +294,46 @@ async def test_a_service_on_an_open_store_shares_it_and_leaves_it_open(
     else:
         assert store.session_summary(tid).sequence == 2
         store.close()
+
+
+# --- listing ----------------------------------------------------------------------------------
+
+
+@services("adk-database")
+async def test_list_sessions_lists_every_session_of_the_app_or_user_across_pages(
+    service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions of the app (or of one user), whatever their ids hold, each with its merged
+    state, and none of another app or user whose name starts the same; turnstore's read in
+    pages of two, so a listing spans several."""
+    if is_turnstore(service):
+        from turnstore.integrations import adk
+
+        monkeypatch.setattr(adk, "LIST_PAGE", 2)
+    users = ["u", "u/2", "u%", "ü"]
+    made = set()
+    for user in users:
+        for number in range(3):
+            session_id = f"s{number}/{user}"
+            await service.create_session(
+                app_name=APP, user_id=user, session_id=session_id, state={"n": number}
+            )
+            made.add((user, session_id))
+    await service.create_session(app_name=APP + "2", user_id="u", session_id="other")
+    await service.create_session(
+        app_name=APP, user_id="u", session_id="shared", state={"app:a": 1, "user:b": 2}
+    )
+    made.add(("u", "shared"))
+    listed = (await service.list_sessions(app_name=APP)).sessions
+    assert {(one.user_id, one.id) for one in listed} == made
+    assert all(not one.events for one in listed)
+    times = [one.last_update_time for one in listed]
+    assert times == sorted(times)
+    for user in users:
+        mine = (await service.list_sessions(app_name=APP, user_id=user)).sessions
+        assert {one.id for one in mine} == {sid for owner, sid in made if owner == user}
+        for one in mine:
+            assert one.state["app:a"] == 1
+            assert ("user:b" in one.state) is (user == "u")
+            if one.id != "shared":
+                assert one.state["n"] == int(one.id[1])

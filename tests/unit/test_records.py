@@ -85,6 +85,7 @@ from turnstore.records import (
     QueuedMessageBoundary,
     SessionCursor,
     SessionPage,
+    SessionStates,
     SessionSummary,
     SteerBoundary,
     StreamMetrics,
@@ -264,6 +265,7 @@ def _samples() -> dict[str, Any]:
         "SessionPageRequest": SessionPageRequest(owner_id="o", cursor=cursor, limit=10),
         "SessionPageRequest.id_prefix": SessionPageRequest(id_prefix="chat-", limit=10),
         "SessionPage": SessionPage(sessions=[_summary()], next_cursor=cursor),
+        "SessionStates": SessionStates(states=[("a/1", {"n": [1, None]})], next_after="a/1"),
         "ForkTree": ForkTree(root_session_id="parent", sessions=[_summary()], truncated=True),
         "TranscriptBatch": TranscriptBatch(
             sequence=3, created_at=1_700_000_000, items=[{"role": "user"}, "text", 1, None]

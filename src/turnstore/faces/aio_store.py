@@ -34,6 +34,7 @@ from turnstore.records.checkpoint import (
     JournalEvent,
     SessionPage,
     SessionPageRequest,
+    SessionStates,
     SessionSummary,
     TimestampedEvent,
     TranscriptPage,
@@ -313,6 +314,15 @@ class Store:
     async def load_states(self, scopes: Sequence[str], key: str) -> dict[str, Any]:
         """Load one middleware state key's value in each scope that has one, by scope."""
         return await self._driver.run(checkpoint_ops.load_states(scopes, key))
+
+    async def load_session_states(
+        self, id_prefix: str, key: str, *, after: str | None = None, limit: int = 1000
+    ) -> SessionStates:
+        """One page of the sessions whose id starts with `id_prefix` (after `after`, at most
+        `limit`), each with its own value of middleware state `key`, in id order."""
+        return await self._driver.run(
+            checkpoint_ops.load_session_states(id_prefix, key, after, limit)
+        )
 
     async def load_state_scope(self, scope: str) -> dict[str, Any]:
         """Load every middleware state value of one scope, by key."""

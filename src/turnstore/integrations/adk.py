@@ -58,6 +58,8 @@ KIND = ADK.name
 `turnstore.records.kinds.adk`, where both are declared) keeps a session's own state."""
 PAGE = 200
 """Sessions or events read at a time."""
+LIST_PAGE = 1000
+"""Sessions `list_sessions` reads with their records in one query."""
 READ_TRIES = 10
 """Reads of a session that keeps changing under a reader before it gives up."""
 STALE = (
@@ -78,6 +80,12 @@ def _unescape(part: str) -> str:
 def turnstore_id(app_name: str, user_id: str, session_id: str) -> str:
     """The turnstore session id of one ADK session."""
     return PREFIX + "/".join(_escape(part) for part in (app_name, user_id, session_id))
+
+
+def _id_prefix(app_name: str, user_id: str | None) -> str:
+    """What the ids of the app's sessions (of one user, if given) start with."""
+    prefix = PREFIX + _escape(app_name) + "/"
+    return prefix if user_id is None else prefix + _escape(user_id) + "/"
 
 
 def _app_scope(app_name: str) -> str:
@@ -295,21 +303,25 @@ class TurnstoreSessionService(BaseSessionService):
         app_name: str,
         user_id: str,
         session_state: dict[str, Any],
-        scopes: dict[str, dict[str, Any]] | None = None,
+        scopes: dict[tuple[str, ...], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Session state with the app's and the user's state, prefixed as ADK shows them.
 
-        `scopes` caches the scopes read, for a listing of many sessions of one app or user.
+        `scopes` caches the scopes read, prefixed, for a listing of many sessions of one app
+        or user.
         """
         scopes = {} if scopes is None else scopes
         merged = dict(session_state)
-        for prefix, scope in (
-            (State.APP_PREFIX, _app_scope(app_name)),
-            (State.USER_PREFIX, _user_scope(app_name, user_id)),
+        for prefix, place, scope in (
+            (State.APP_PREFIX, (app_name,), _app_scope),
+            (State.USER_PREFIX, (app_name, user_id), _user_scope),
         ):
-            if scope not in scopes:
-                scopes[scope] = storage.loaded_scope(await self.store.load_state_scope(scope))
-            merged.update({prefix + key: value for key, value in scopes[scope].items()})
+            shown = scopes.get(place)
+            if shown is None:
+                loaded = await self.store.load_state_scope(scope(*place))
+                shown = {prefix + key: value for key, value in storage.loaded_scope(loaded).items()}
+                scopes[place] = shown
+            merged.update(shown)
         return merged
 
     async def list_sessions(
@@ -317,19 +329,24 @@ class TurnstoreSessionService(BaseSessionService):
     ) -> ListSessionsResponse:
         """Every session of the app (of one user, if given), oldest update first, no events.
 
-        Read page by page: a session updated while the pages are read may be left out of
-        this listing (it moved ahead of the cursor); it is in the next one.
+        Read by id, `LIST_PAGE` sessions with their records a query: a session created while
+        the pages are read is listed if its id sorts after the page being read.
         """
+        prefix = _id_prefix(app_name, user_id)
         sessions: list[Session] = []
-        cursor = None
+        scopes: dict[tuple[str, ...], dict[str, Any]] = {}  # app and user state, read once
+        after = None
         while True:
-            page = await self.list_sessions_page(
-                app_name=app_name, user_id=user_id, limit=PAGE, cursor=cursor
+            page = await self.store.load_session_states(
+                prefix, SESSION_KEY, after=after, limit=LIST_PAGE
             )
-            sessions += page.sessions
-            if page.next_cursor is None:
+            for tid, record in page.states:
+                session = await self._summary_session(tid, record, scopes)
+                if session is not None:
+                    sessions.append(session)
+            if page.next_after is None:
                 break
-            cursor = page.next_cursor
+            after = page.next_after
         sessions.sort(key=lambda session: (session.last_update_time, session.user_id, session.id))
         return ListSessionsResponse(sessions=sessions)
 
@@ -348,11 +365,9 @@ class TurnstoreSessionService(BaseSessionService):
         """
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInput("limit must be an integer of at least 1")
-        prefix = PREFIX + _escape(app_name) + "/"
-        if user_id is not None:
-            prefix += _escape(user_id) + "/"
+        prefix = _id_prefix(app_name, user_id)
         found: list[Session] = []
-        scopes: dict[str, dict[str, Any]] = {}  # app and user state, read once per page call
+        scopes: dict[tuple[str, ...], dict[str, Any]] = {}  # read once per page call
         while True:
             request = SessionPageRequest(limit=PAGE, owner_id=user_id, cursor=cursor)
             page = await self.store.list_sessions_page(request)
@@ -377,7 +392,7 @@ class TurnstoreSessionService(BaseSessionService):
                 return SessionsPage(sessions=found, next_cursor=None)
 
     async def _summary_session(
-        self, tid: str, record: dict[str, Any] | None, scopes: dict[str, dict[str, Any]]
+        self, tid: str, record: dict[str, Any] | None, scopes: dict[tuple[str, ...], dict[str, Any]]
     ) -> Session | None:
         app_name, user_id, session_id = (_unescape(part) for part in tid[len(PREFIX) :].split("/"))
         if record is None:

@@ -20,6 +20,7 @@ from turnstore.records.checkpoint import (
     ForkTree,
     JournalEvent,
     SessionPage,
+    SessionStates,
     SessionSummary,
     TimestampedEvent,
     TranscriptPage,
@@ -34,8 +35,10 @@ from turnstore.rules.journal import event_turn_page_steps, prepare_event
 from turnstore.rules.pages import (
     catalog_query,
     fork_tree_limit,
+    id_prefix_range,
     journal_query,
     owner_filter,
+    page_limit,
     recent_limit,
 )
 from turnstore.rules.saves import (
@@ -49,7 +52,7 @@ from turnstore.rules.saves import (
     window_bound,
 )
 from turnstore.rules.search import search_query
-from turnstore.rules.validation import validate_session_id, validate_session_ids
+from turnstore.rules.validation import identifier, validate_session_id, validate_session_ids
 from turnstore.rules.values import collection, encoded_text, json_value, require, text
 from turnstore.scripts import (
     checkpoints,
@@ -244,6 +247,31 @@ def load_states(scopes: Sequence[str], key: str) -> Steps[dict[str, Any]]:
         raise InvalidInput(f"load_states reads at most {MAX_STATE_SCOPES} scopes at once")
     key = text(key, "key")
     return (yield from read(lambda tx: checkpoints.load_states(tx, checked, key)))
+
+
+MAX_SESSION_STATES = 10_000
+"""Sessions one `load_session_states` page looks at, at most."""
+
+
+def load_session_states(
+    id_prefix: str, key: str, after: str | None, limit: int
+) -> Steps[SessionStates]:
+    """One page of the sessions whose id starts with `id_prefix`, each with its own value of
+    middleware state `key`, in id order."""
+    id_range = id_prefix_range(id_prefix)
+    if id_range is None:
+        raise InvalidInput("id_prefix must not be empty")
+    key = identifier(key, "middleware state key")
+    # Every id is above the empty text, so no cursor reads from the range's start.
+    checked_after = "" if after is None else identifier(after, "after")
+    limit = page_limit(limit, "load_session_states")
+    if limit > MAX_SESSION_STATES:
+        raise InvalidInput(f"load_session_states reads at most {MAX_SESSION_STATES} at once")
+    return (
+        yield from read(
+            lambda tx: checkpoints.load_session_states(tx, id_range, key, checked_after, limit)
+        )
+    )
 
 
 def load_state_scope(scope: str) -> Steps[dict[str, Any]]:

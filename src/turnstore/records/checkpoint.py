@@ -386,6 +386,15 @@ class SessionPage(Record, kw_only=True):
     next_cursor: SessionCursor | None = None
 
 
+class SessionStates(Record, kw_only=True):
+    """One page of sessions by id, each with its own value of one middleware state key."""
+
+    states: list[tuple[str, Any]]
+    """(session id, value) in id order; sessions without the key are left out."""
+    next_after: str | None = None
+    """The `after` of the next page; None when this page reached the end."""
+
+
 class ForkTree(Record, kw_only=True):
     """The root of a fork tree and its descendants: root first, then breadth-first."""
 

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from turnstore.engine.protocol import Statements, Tx, insert, select
 from turnstore.records.base import decode_stored, encode_json
-from turnstore.records.checkpoint import Checkpoint, JournalEvent, SessionSummary
+from turnstore.records.checkpoint import Checkpoint, JournalEvent, SessionStates, SessionSummary
 from turnstore.records.context import Context, ContextMark
 from turnstore.records.kinds import Storage, kind_of
 from turnstore.rules.context import (
@@ -141,6 +141,16 @@ class CheckpointSql(Statements):
     state = "SELECT value_json FROM middleware_state WHERE scope = ? AND key = ?"
     scope_state = select(StateEntry, "FROM middleware_state WHERE scope = ? ORDER BY key")
     scopes_state = select(ScopedState, "FROM middleware_state WHERE {ids:scope} AND key = ?")
+    # By the sessions' primary key, each session's own state row looked up by its key: the
+    # cost follows the sessions in the range, whatever the planner knows of either table.
+    sessions_state = select(
+        ScopedState,
+        "FROM sessions WHERE session_id >= ? AND session_id < ? AND session_id > ?"
+        " ORDER BY session_id LIMIT ?",
+        scope="session_id",
+        value_json="(SELECT m.value_json FROM middleware_state AS m"
+        " WHERE m.scope = sessions.session_id AND m.key = ?)",
+    )
 
 
 # --- saves -------------------------------------------------------------------------------------
@@ -368,6 +378,21 @@ def load_states(tx: Tx, scopes: Sequence[str], key: str) -> dict[str, Any]:
         return {}
     rows = tx.rows(tx.sql(CheckpointSql).scopes_state, (tx.dialect.id_list(scopes), key))
     return {row.scope: decode_stored(row.value_json, Any, "middleware state") for row in rows}
+
+
+def load_session_states(
+    tx: Tx, id_range: tuple[str, str], key: str, after: str, limit: int
+) -> SessionStates:
+    """The sessions with ids in `id_range` after `after`, at most `limit`, each with its own
+    scope's value of `key` (those without one left out), in id order."""
+    low, high = id_range
+    rows = tx.rows(tx.sql(CheckpointSql).sessions_state, (key, low, high, after, limit))
+    states = [
+        (row.scope, decode_stored(row.value_json, Any, "middleware state"))
+        for row in rows
+        if row.value_json is not None
+    ]
+    return SessionStates(states=states, next_after=rows[-1].scope if len(rows) == limit else None)
 
 
 def load_state_scope(tx: Tx, scope: str) -> dict[str, Any]:
