@@ -254,3 +254,40 @@ def test_any_put_reads_back_exactly_or_is_refused_changing_nothing(
         ttl,
     )
     memory.run(MemoryCall(writes=(MemoryDelete(namespace, key),)))
+
+
+async def test_a_read_only_store_reads_an_item_whose_read_would_restart_its_time_to_live(
+    store, store_url
+):
+    """A refreshing read on a read-only store answers as on any store; only the restart of
+    the time to live, a write, is left out (it raised `ReadOnlyStore` before)."""
+    import turnstore
+
+    await write(store, put(NS, "kept", '{"v": 1}', ttl_ms=60_000))
+    before = (await store.memory.run(MemoryCall(gets=(MemoryGet(NS, "kept"),)))).gets[0]
+    with turnstore.open_blocking(store_url, read_only=True) as reader:
+        refreshing = MemoryCall(
+            gets=(MemoryGet(NS, "kept", refresh=True),),
+            searches=(MemorySearch(NS, refresh=True),),
+        )
+        answer = reader.memory.run(refreshing)
+    assert answer.gets[0] is not None
+    assert answer.gets[0].value_json == '{"v": 1}'
+    assert [one.row.key for one in answer.searches[0]] == ["kept"]
+    after = (await store.memory.run(MemoryCall(gets=(MemoryGet(NS, "kept"),)))).gets[0]
+    assert after.expires_at_ms == before.expires_at_ms
+
+
+async def test_a_put_stamps_its_item_with_one_instant(store):
+    """A new item's creation and update times are equal and it expires exactly its time to
+    live after them, however the database's clock ticks during the statement."""
+    keys = [f"k{n}" for n in range(pick(300, 60))]
+    await write(store, *(put(NS, key, ttl_ms=5_000) for key in keys))
+    for key in keys:
+        await write(store, put(("fresh",), key, ttl_ms=7_000))
+    every = MemorySearch((), limit=None)
+    rows = [one.row for one in (await store.memory.run(MemoryCall(searches=(every,)))).searches[0]]
+    assert len(rows) == 2 * len(keys)
+    for row in rows:
+        assert row.created_at_ms == row.updated_at_ms, row
+        assert row.expires_at_ms == row.updated_at_ms + row.ttl_ms, row

@@ -7,8 +7,10 @@ one write transaction when the batch writes (a put, a delete, a time to live res
 
 from __future__ import annotations
 
-from turnstore.drivers.steps import Steps, read, write
-from turnstore.engine.protocol import Tx
+from typing import cast
+
+from turnstore.drivers.steps import Steps, origin, read, write
+from turnstore.engine.protocol import Engine, Tx
 from turnstore.errors import InvalidInput
 from turnstore.records.base import I64_MAX
 from turnstore.records.memory import (
@@ -119,6 +121,9 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
     reads = checked.gets or checked.searches or checked.namespaces
     answer = (yield from read(lambda tx: _read(tx, checked))) if reads else MemoryAnswer([], [], [])
     touched = _refreshed(checked, answer)
+    if touched and not checked.writes and cast(Engine, (yield from origin())).read_only:
+        # A read-only store reads as any other; it cannot restart a time to live.
+        touched = []
     if checked.writes or touched:
         writes = [(one, _words(one)) for one in checked.writes]
         yield from write(lambda tx: _write(tx, touched, writes))

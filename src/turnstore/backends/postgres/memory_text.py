@@ -18,6 +18,9 @@ from turnstore.rules.search import Term
 _ROW = "namespace, item_key, value_json, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms"
 _UNDER = "(CAST(? AS TEXT) IS NULL OR namespace = ? OR (namespace >= ? AND namespace < ?))"
 _LIVE = "(NOT ? OR expires_at_ms IS NULL OR expires_at_ms > {now_ms})"
+# One time for a put's row: `{now_ms}` reads the clock at each use, so a new item's creation,
+# update and expiry could fall a millisecond apart; the statement's start is one instant.
+_PUT_NOW = "CAST(FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000) AS BIGINT)"
 
 
 class ItemRow(NamedTuple):
@@ -45,9 +48,9 @@ class TsvectorMemorySql(Statements):
         " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
         " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms,"
         " words = excluded.words",
-        set_={"expires_at_ms": "{now_ms} + ?", "words": "to_tsvector('simple', ?)"},
-        created_at_ms="{now_ms}",
-        updated_at_ms="{now_ms}",
+        set_={"expires_at_ms": f"{_PUT_NOW} + ?", "words": "to_tsvector('simple', ?)"},
+        created_at_ms=_PUT_NOW,
+        updated_at_ms=_PUT_NOW,
     )
     delete = "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
     sweep = (
