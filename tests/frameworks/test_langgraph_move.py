@@ -230,6 +230,29 @@ def test_the_pending_writes_keep_their_task_paths(source_path, ours):
     assert ours.task_paths(latest.config) == paths
 
 
+def test_task_paths_after_a_read_are_that_reads_and_follow_the_savers_own_writes(
+    source_path, ours, store_url
+):
+    """Right after `get_tuple`, `task_paths` of that checkpoint answers from what the read
+    loaded, as a fresh load would; a write of this saver since is seen, and another
+    checkpoint's read is never taken for it."""
+    from turnstore.integrations.langgraph import TurnstoreSaver
+    from turnstore.integrations.langgraph_move import copy_threads
+
+    copy_threads(read_only_saver(source_path), ours)
+    latest = ours.get_tuple(config("fan"))
+    with TurnstoreSaver(store_url) as fresh:  # never read: each answer is a load
+        assert ours.task_paths(latest.config) == fresh.task_paths(latest.config)
+        loaded = fresh.task_paths(latest.config)
+        assert loaded
+        earlier = ours.get_tuple(latest.parent_config)
+        assert ours.task_paths(latest.config) == loaded  # not the parent's writes
+        assert ours.task_paths(earlier.config) == fresh.task_paths(earlier.config) != loaded
+    ours.get_tuple(latest.config)
+    ours.put_writes(latest.config, [("late", 1)], "late-task", "~late/path")
+    assert ours.task_paths(latest.config) == {**loaded, "late-task": "~late/path"}
+
+
 def test_the_owner_comes_from_the_metadata(source_path, ours, store_url):
     """A thread run with `owner_id` is owned by it in the catalog; --owner overrides."""
     import turnstore

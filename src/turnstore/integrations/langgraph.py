@@ -93,6 +93,9 @@ class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
         BaseCheckpointSaver.__init__(self, serde=serde)
         CheckpointEncoding.__init__(self)
         self._shared: Shared = borrow(store)
+        # The writes of the checkpoint `get_tuple` loaded last, by its place: `task_paths`
+        # of that checkpoint reads them from there instead of loading it whole again.
+        self._last_writes: tuple[tuple[str, str, str], list[Any]] | None = None
 
     @classmethod
     def from_url(cls, url: str | os.PathLike[str], **options: Any) -> TurnstoreSaver:
@@ -180,6 +183,7 @@ class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
         target = target_of(config)
         if target.checkpoint_id is None:
             raise InvalidInput("pending writes need the config of a checkpoint (checkpoint_id)")
+        self._last_writes = None  # this saver's own writes are never missed
         rows = [
             WriteRow(
                 task_id, WRITES_IDX_MAP.get(channel, idx), task_path, channel, *self._typed(value)
@@ -235,6 +239,10 @@ class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
             result[history.channel] = entry
         return result
 
+    def _forget(self, session_ids: Sequence[str] | None) -> None:
+        self._last_writes = None
+        super()._forget(session_ids)
+
     def _forgotten(self, thread_ids: Sequence[str]) -> list[str]:
         """The threads' session ids, once their remembered list versions are dropped (a put
         must not extend a lineage that a delete or prune is about to remove)."""
@@ -249,7 +257,11 @@ class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
         tables = self._open().blocking.langgraph
         target = target_of(config)
         loaded = tables.get(target.session_id, target.checkpoint_ns, target.checkpoint_id)
-        return None if loaded is None else self._tuple(target.thread_id, loaded)
+        if loaded is None:
+            return None
+        row = loaded.row
+        self._last_writes = ((row.session_id, row.checkpoint_ns, row.checkpoint_id), loaded.writes)
+        return self._tuple(target.thread_id, loaded)
 
     def list(
         self,
@@ -321,6 +333,7 @@ class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, value and write of a thread to another thread."""
+        self._last_writes = None
         tables = self._open().blocking.langgraph
         tables.copy(session_id(source_thread_id), session_id(target_thread_id))
 
@@ -374,9 +387,16 @@ class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
 
     def task_paths(self, config: RunnableConfig) -> dict[str, str]:
         """The `task_path` of each task with pending writes on the config's checkpoint
-        (`get_tuple` gives the writes without it)."""
-        tables = self._open().blocking.langgraph
+        (`get_tuple` gives the writes without it): right after `get_tuple` read that
+        checkpoint, of the writes that read gave (unless this saver wrote since)."""
         target = target_of(config)
+        last = self._last_writes
+        if last is not None and target.checkpoint_id is not None:
+            place, writes = last
+            if place == (target.session_id, target.checkpoint_ns, target.checkpoint_id):
+                # The same snapshot as the writes that read gave, without a second load.
+                return {w.task_id: w.task_path for w in writes}
+        tables = self._open().blocking.langgraph
         loaded = tables.get(target.session_id, target.checkpoint_ns, target.checkpoint_id)
         return {} if loaded is None else {w.task_id: w.task_path for w in loaded.writes}
 
@@ -442,6 +462,7 @@ class TurnstoreSaver(Closes, CheckpointEncoding, BaseCheckpointSaver[str]):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async `copy_thread`."""
+        self._last_writes = None
         tables = self._open().store.langgraph
         await tables.copy(session_id(source_thread_id), session_id(target_thread_id))
 
