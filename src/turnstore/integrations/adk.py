@@ -60,6 +60,8 @@ PAGE = 200
 """Sessions or events read at a time."""
 LIST_PAGE = 1000
 """Sessions `list_sessions` reads with their records in one query."""
+Scopes = dict[tuple[str, ...], dict[str, Any]]
+"""App and user state read for a listing, prefixed as ADK shows it, by (app,) or (app, user)."""
 READ_TRIES = 10
 """Reads of a session that keeps changing under a reader before it gives up."""
 STALE = (
@@ -303,7 +305,7 @@ class TurnstoreSessionService(BaseSessionService):
         app_name: str,
         user_id: str,
         session_state: dict[str, Any],
-        scopes: dict[tuple[str, ...], dict[str, Any]] | None = None,
+        scopes: Scopes | None = None,
     ) -> dict[str, Any]:
         """Session state with the app's and the user's state, prefixed as ADK shows them.
 
@@ -334,7 +336,7 @@ class TurnstoreSessionService(BaseSessionService):
         """
         prefix = _id_prefix(app_name, user_id)
         sessions: list[Session] = []
-        scopes: dict[tuple[str, ...], dict[str, Any]] = {}  # app and user state, read once
+        scopes: Scopes = {}  # read once per listing
         after = None
         while True:
             page = await self.store.load_session_states(
@@ -367,7 +369,7 @@ class TurnstoreSessionService(BaseSessionService):
             raise InvalidInput("limit must be an integer of at least 1")
         prefix = _id_prefix(app_name, user_id)
         found: list[Session] = []
-        scopes: dict[tuple[str, ...], dict[str, Any]] = {}  # read once per page call
+        scopes: Scopes = {}  # read once per page call
         while True:
             request = SessionPageRequest(limit=PAGE, owner_id=user_id, cursor=cursor)
             page = await self.store.list_sessions_page(request)
@@ -392,7 +394,7 @@ class TurnstoreSessionService(BaseSessionService):
                 return SessionsPage(sessions=found, next_cursor=None)
 
     async def _summary_session(
-        self, tid: str, record: dict[str, Any] | None, scopes: dict[tuple[str, ...], dict[str, Any]]
+        self, tid: str, record: dict[str, Any] | None, scopes: Scopes
     ) -> Session | None:
         app_name, user_id, session_id = (_unescape(part) for part in tid[len(PREFIX) :].split("/"))
         if record is None:
