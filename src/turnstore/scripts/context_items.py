@@ -108,7 +108,8 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
     if row is None:
         check_append_creates(prepared)
         created = prepared.creation()
-        plan = plan_context_write(None, created.context_epoch, created.context)
+        # `prepare_append` checked every item before any I/O: not walked again under the lock.
+        plan = plan_context_write(None, created.context_epoch, created.context, checked=True)
         if sessions.insert(tx, created, plan, kind=prepared.kind):
             insert_items(tx, created, plan)
             _write_state(tx, prepared)
