@@ -28,7 +28,8 @@ How each number is obtained:
   (one service; the ids listed first, untimed).
 * the copy in: what `turnstore import-from openai-agents|adk SOURCE STORE` runs: the source
   opened as the command opens it (read-only), the store by `turnstore.open_blocking(url,
-  index_in_background=False)`, `acopy_sessions` on one event loop; the report's seconds.
+  index_in_background=False)`, `acopy_sessions` on one event loop within the command's
+  `frozen_heap()`; the report's seconds.
   Rate: items (events) per second; ratio: over the ceiling's rate.
 * verify: `averify_sessions` as `--verify` runs it, against the time of reading both sides:
   the ceiling's read plus the same read of the copy (`TurnstoreSession.get_items()`, or

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.measure import max_rss_bytes
+from turnstore.cli.common import frozen_heap
 
 APP, USERS = "support", 20
 """The ADK source's app, and the users its sessions are spread over."""
@@ -112,7 +113,8 @@ def agents_move(path: str, url: str, verify: bool) -> dict[str, Any]:
                 await source.aclose()
                 await target.aclose()
 
-        return asyncio.run(run())
+        with frozen_heap():  # as the command runs its move
+            return asyncio.run(run())
 
 
 def adk_read(url: str) -> dict[str, Any]:
@@ -168,7 +170,8 @@ def adk_move(source: str, url: str, verify: bool) -> dict[str, Any]:
                 await reading.aclose()
                 await writing.aclose()
 
-        return asyncio.run(run())
+        with frozen_heap():  # as the command runs its move
+            return asyncio.run(run())
 
 
 def _copied(report: Any, count: int) -> dict[str, Any]:

@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 import click
 
 from turnstore.cli import output
-from turnstore.cli.common import JSON_OPTION, display_url, echo_json, open_store, sqlite_path
+from turnstore.cli.common import (
+    JSON_OPTION,
+    display_url,
+    echo_json,
+    frozen_heap,
+    open_store,
+    sqlite_path,
+)
 from turnstore.cli.progress import progress_bar
 from turnstore.errors import CorruptRecord
 from turnstore.records.kinds.langgraph import KIND
@@ -259,7 +266,7 @@ def _move(
 
     picked = list(thread_ids) or None
     try:
-        with progress_bar("Copying threads") as advance:
+        with frozen_heap(), progress_bar("Copying threads") as advance:
             report = move.copy_threads(
                 source, target, thread_ids=picked, owner_id=owner, skip_bad=skip_bad,
                 progress=advance,
@@ -271,7 +278,7 @@ def _move(
         ) from None
     checked = None
     if verify:
-        with progress_bar("Verifying threads") as advance:
+        with frozen_heap(), progress_bar("Verifying threads") as advance:
             checked = move.verify_threads(source, target, thread_ids=picked, progress=advance)
     outside = move.tables_of(target if direction == "out" else source).size()
     sizes = {"source_bytes": outside, "turnstore_bytes": store.upkeep.stats().database_bytes}

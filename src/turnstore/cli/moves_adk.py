@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 import turnstore
-from turnstore.cli.common import open_store, reported
+from turnstore.cli.common import frozen_heap, open_store, reported
 from turnstore.cli.moves import (
     MoveWords,
     export_to,
@@ -242,7 +242,8 @@ def _move(
             await source.aclose()
             await target.aclose()
 
-    report, checked, outside = asyncio.run(run())
+    with frozen_heap():
+        report, checked, outside = asyncio.run(run())
     ours = store.upkeep.stats().database_bytes
     sizes = {"source_bytes": outside, "turnstore_bytes": ours}
     if direction == "out":
