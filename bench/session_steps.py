@@ -191,12 +191,19 @@ def adk_reads(source: str, url: str, calls: int) -> dict[str, Any]:
 
 
 async def _adk_reads(source: str, url: str, calls: int) -> dict[str, Any]:
-    """Ours beside ADK's, interleaved: each call's median seconds over `calls` calls."""
+    """Ours beside ADK's, interleaved: each call's median seconds over `calls` calls.
+
+    With `get_session`, a third column: the long session's `Event` objects built alone from
+    their stored JSON (as any service returning ADK's events must build them), which bounds
+    how much faster than ADK's any such `get_session` can be.
+    """
     import statistics
 
+    from google.adk.events import Event
     from google.adk.sessions import DatabaseSessionService
 
-    from turnstore.integrations.adk import TurnstoreSessionService
+    from turnstore.integrations import _adk_storage as storage
+    from turnstore.integrations.adk import TurnstoreSessionService, turnstore_id
 
     app, user, session_id = LONG
     operations = {
@@ -207,16 +214,27 @@ async def _adk_reads(source: str, url: str, calls: int) -> dict[str, Any]:
     found: dict[str, Any] = {}
     async with DatabaseSessionService(source) as theirs:
         ours = TurnstoreSessionService(url)
+        stored = (await ours.store.context_window(turnstore_id(*LONG), None, None)).items
+
+        async def build(_: Any) -> Any:
+            return [Event.model_validate(storage.loaded(item)) for item in stored]
+
         try:
             for name, operation in operations.items():
-                times: dict[str, list[float]] = {"ours": [], "theirs": []}
+                sides = [("theirs", theirs, operation), ("ours", ours, operation)]
+                if name == "get_session":
+                    sides.append(("built", None, build))
+                times: dict[str, list[float]] = {side: [] for side, _, _ in sides}
                 sizes = set()
                 for _ in range(calls):
-                    for side, service in (("theirs", theirs), ("ours", ours)):
+                    for side, service, call in sides:
                         began = time.perf_counter()
-                        answer = await operation(service)
+                        answer = await call(service)
                         times[side].append(time.perf_counter() - began)
-                        sizes.add(len(getattr(answer, "events", None) or answer.sessions))
+                        if side != "built":
+                            sizes.add(len(getattr(answer, "events", None) or answer.sessions))
+                        elif len(answer) not in sizes:
+                            raise RuntimeError(f"built {len(answer)} events, not {sizes}")
                 if len(sizes) != 1:
                     raise RuntimeError(f"{name}: ours and ADK's differ in size: {sizes}")
                 found[name] = {side: statistics.median(t) for side, t in times.items()}
