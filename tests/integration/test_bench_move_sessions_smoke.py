@@ -69,6 +69,8 @@ def test_the_sessions_move_bench_prints_its_table_and_writes_its_json(tmp_path: 
     reads = found["parts"]["adk_reads"]
     assert reads["copy_in"]["count"] == config["long_events"] + 4 * config["listed"]
     assert reads["reads"]["get_session"]["size"] == config["long_events"]
+    assert 0 < reads["reads"]["get_session"]["built"] < reads["reads"]["get_session"]["theirs"]
+    assert reads["ratios"]["get_session"]["ceiling"] > 0
     assert reads["reads"]["list_user"]["size"] == config["listed"]
     assert reads["reads"]["list_app"]["size"] == config["listed"]
     for mark in reads["ratios"].values():
@@ -77,4 +79,5 @@ def test_the_sessions_move_bench_prints_its_table_and_writes_its_json(tmp_path: 
     assert "SQLiteSession.get_items (ceiling)" in result.stdout
     assert "DatabaseSessionService (PostgreSQL) -> turnstore PostgreSQL" in result.stdout
     assert "list_sessions(app, user)" in result.stdout
+    assert "its Event objects built alone (a ceiling)" in result.stdout
     assert not list(tmp_path.glob("bench-move-sessions-*")), "the scratch dir was left behind"
