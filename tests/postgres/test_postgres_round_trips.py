@@ -4,7 +4,8 @@ A write transaction runs in pipeline mode: BEGIN, the session's row lock and the
 deltas of the steps the save completes go out together and are read in one round trip;
 every write and the COMMIT go out together and are read in the second. The proof is
 libpq's own protocol trace of the store's one connection: each switch from messages the
-client sent to messages the server answered is one round trip.
+client sent, ending in one that asks for the server's answers (Sync, Flush or a simple Query),
+to messages the server answered is one round trip.
 """
 
 from __future__ import annotations
@@ -63,15 +64,28 @@ def _turn(checkpoint: Checkpoint, msgs: list[Any]) -> tuple[list[TimestampedEven
     return events, checkpoint.finish_execution("completed", checkpoint.sequence + 1)
 
 
+WAITS = ("Sync", "Flush", "Query")
+"""The client messages after which it waits for the server: one round trip each burst."""
+
+
 def _round_trips(trace: str) -> int:
-    """Client-to-server switches from the save's first message to the server's COMMIT answer."""
+    """Waits for the server from the save's first message to the server's COMMIT answer.
+
+    A wait is a switch from client to server messages right after one of `WAITS`. A switch
+    after any other message is not: the server answered what it had read of a burst the
+    client had not finished sending (a send split under load), and the client never waited.
+    """
     lines = _after_notifies([line.split("\t") for line in trace.splitlines()])
     end = next(
         i for i, line in enumerate(lines) if line[1:2] == ["B"] and '"COMMIT"' in " ".join(line[3:])
     )
-    directions = [line[1] for line in lines[: end + 1]]
-    assert directions[0] == "F", "the trace starts with the save's first message"
-    return sum(1 for a, b in itertools.pairwise(directions) if (a, b) == ("F", "B"))
+    messages = [(line[1], line[3]) for line in lines[: end + 1]]
+    assert messages[0][0] == "F", "the trace starts with the save's first message"
+    return sum(
+        1
+        for (sender, kind), (answerer, _) in itertools.pairwise(messages)
+        if sender == "F" and answerer == "B" and kind in WAITS
+    )
 
 
 def _after_notifies(lines: list[list[str]]) -> list[list[str]]:
