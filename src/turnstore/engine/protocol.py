@@ -167,8 +167,9 @@ class MemoryText(Protocol):
     (read from its value) to forget them, PostgreSQL's vector column goes with its row.
     """
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
-        """Create or replace an item; `words` (None: not searched by text) index it."""
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> bool:
+        """Create or replace an item; `words` (None: not searched by text) index it. True
+        when the item it replaced had expired (and so is created anew)."""
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete an item (its vectors with it); an item that is not there is no error."""

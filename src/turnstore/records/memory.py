@@ -27,7 +27,8 @@ class MemoryPut(NamedTuple):
     """An item written whole: created if new, replaced if not (its creation time kept).
 
     `vectors` replace the item's stored ones when given; None keeps them (a value written with
-    no embedding asked for).
+    no embedding asked for), unless the item had expired: a put over an expired item, swept or
+    not, creates it anew, with no vectors but its own.
     """
 
     namespace: tuple[str, ...]

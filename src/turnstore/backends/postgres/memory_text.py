@@ -38,19 +38,26 @@ class ItemRow(NamedTuple):
 class TsvectorMemorySql(Statements):
     """Statements of memory's writes on PostgreSQL (the query is built per query)."""
 
-    put = insert(
-        ItemRow,
-        "memory_items",
-        # An item put over one that expired (not yet swept) is created anew.
-        " ON CONFLICT (namespace, item_key) DO UPDATE SET owner_id = excluded.owner_id,"
-        " created_at_ms = CASE WHEN memory_items.expires_at_ms <= excluded.updated_at_ms"
-        " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
-        " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
-        " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms,"
-        " words = excluded.words",
-        set_={"expires_at_ms": f"{_PUT_NOW} + ?", "words": "to_tsvector('simple', ?)"},
-        created_at_ms=_PUT_NOW,
-        updated_at_ms=_PUT_NOW,
+    # An item put over one that expired (not yet swept) is created anew. The replaced row as
+    # the statement's snapshot holds it (`held`) says whether it had expired, at the put's own
+    # instant, which the put returns (NULL for a new item).
+    put = (
+        "WITH held AS (SELECT expires_at_ms <= "
+        + _PUT_NOW
+        + " AS expired FROM memory_items WHERE namespace = ? AND item_key = ?) "
+        + insert(
+            ItemRow,
+            "memory_items",
+            " ON CONFLICT (namespace, item_key) DO UPDATE SET owner_id = excluded.owner_id,"
+            " created_at_ms = CASE WHEN memory_items.expires_at_ms <= excluded.updated_at_ms"
+            " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
+            " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
+            " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms,"
+            " words = excluded.words RETURNING (SELECT expired FROM held)",
+            set_={"expires_at_ms": f"{_PUT_NOW} + ?", "words": "to_tsvector('simple', ?)"},
+            created_at_ms=_PUT_NOW,
+            updated_at_ms=_PUT_NOW,
+        )
     )
     delete = "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
     sweep = (
@@ -62,9 +69,10 @@ class TsvectorMemorySql(Statements):
 class TsvectorMemoryText:
     """PostgreSQL's `MemoryText`: the vector is written, and goes, with its row."""
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
-        """Write the item with the vector of its words."""
-        tx.run(tx.sql(TsvectorMemorySql).put, ItemRow(*row, words=words))
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> bool:
+        """Write the item with the vector of its words; True when it replaced an expired one."""
+        held = (row.namespace, row.item_key)
+        return bool(tx.value(tx.sql(TsvectorMemorySql).put, (*held, *ItemRow(*row, words=words))))
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete the item (its vectors cascade)."""

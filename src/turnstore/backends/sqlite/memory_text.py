@@ -47,15 +47,26 @@ class Gone(NamedTuple):
     text_indexed: bool
 
 
+class Held(NamedTuple):
+    """The item a put replaces: what FTS5 needs to forget it, and whether it had expired."""
+
+    item_id: int
+    value_json: str | None
+    """Read only when FTS5 holds the item's words."""
+    text_indexed: bool
+    expired: bool
+
+
 class Fts5MemorySql(Statements):
     """Statements of memory's writes and FTS5 index on SQLite."""
 
     put = insert(
         ItemRow,
         "memory_items",
-        # An item put over one that expired (not yet swept) is created anew.
+        # An item put over one that expired (not yet swept) is created anew: whether it had
+        # is `held`'s answer, passed in, so the put and its caller's vectors agree on it.
         " ON CONFLICT (namespace, item_key) DO UPDATE SET owner_id = excluded.owner_id,"
-        " created_at_ms = CASE WHEN memory_items.expires_at_ms <= excluded.updated_at_ms"
+        " created_at_ms = CASE WHEN ?"
         " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
         " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
         " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms,"
@@ -64,11 +75,12 @@ class Fts5MemorySql(Statements):
         created_at_ms="{now_ms}",
         updated_at_ms="{now_ms}",
     )
-    # Only an item FTS5 holds: a put over one it does not reads no value.
+    # The value only of an item FTS5 holds: a put over one it does not reads none.
     held = Query(
-        "SELECT item_id, value_json, text_indexed FROM memory_items"
-        " WHERE namespace = ? AND item_key = ? AND text_indexed",
-        Gone._make,
+        "SELECT item_id, CASE WHEN text_indexed THEN value_json END, text_indexed,"
+        " COALESCE(expires_at_ms <= {now_ms}, 0) FROM memory_items"
+        " WHERE namespace = ? AND item_key = ?",
+        Held._make,
     )
     delete = Query(
         "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
@@ -110,16 +122,19 @@ def _forgotten(gone: Sequence[Gone]) -> list[list[object]]:
 class Fts5MemoryText:
     """SQLite's `MemoryText`: FTS5 is handed an item's words to add it and to forget it."""
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> bool:
         """Write the item; FTS5 forgets the words of the item it replaces and adds its own
-        (nothing, when they are the same words)."""
+        (nothing, when they are the same words). True when it replaced an expired item."""
         sql = tx.sql(Fts5MemorySql)
         held = tx.rows(sql.held, (row.namespace, row.item_key))
-        item_id = tx.value(sql.put, ItemRow(*row, text_indexed=words is not None))
-        changes = _forgotten(held)
-        if changes and changes[0][2] == words:
-            return
-        _change(tx, changes + ([[None, item_id, words]] if words is not None else []))
+        expired = bool(held) and bool(held[0].expired)
+        item_id = tx.value(sql.put, (*ItemRow(*row, text_indexed=words is not None), expired))
+        changes = _forgotten(
+            [Gone(one.item_id, one.value_json or "", one.text_indexed) for one in held]
+        )
+        if not (changes and changes[0][2] == words):
+            _change(tx, changes + ([[None, item_id, words]] if words is not None else []))
+        return expired
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete the item (its vectors cascade) and forget its words."""
