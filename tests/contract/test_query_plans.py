@@ -403,10 +403,16 @@ class PostgresPlans(Plans):
         )
 
     def check_ranges(self, statement, params, *, table, key, ranges):
+        # The unique index on exactly `key`, found from this schema's table alone: a filter on
+        # `pg_indexes.indexdef` may run `pg_get_indexdef` over every index in the database
+        # before the schema filter, and fail on one another test process has just dropped.
         ((index,),) = self.database.query(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
-            " AND tablename = %s AND indexdef LIKE %s",
-            (table, f"CREATE UNIQUE INDEX % ({', '.join(key)})"),
+            "SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid"
+            " WHERE x.indrelid = to_regclass(%s) AND x.indisunique"
+            " AND ARRAY(SELECT a.attname::text FROM unnest(x.indkey::int2[]) WITH ORDINALITY"
+            " AS k(attnum, place) JOIN pg_attribute a ON a.attrelid = x.indrelid"
+            " AND a.attnum = k.attnum ORDER BY k.place) = %s::text[]",
+            (table, list(key)),
         )
         for generic in (False, True):
             root = (
