@@ -32,6 +32,7 @@ __all__ = [
     "SessionBindingMismatch",
     "SessionExists",
     "SessionNotFound",
+    "StateConflict",
     "StorageError",
     "StoreClosed",
     "TurnstoreError",
@@ -133,6 +134,13 @@ class SequenceConflict(CheckpointError):
             )
         if hint is not None:
             self.add_note(f"hint: {hint}")
+
+
+class StateConflict(CheckpointError):
+    """A middleware state value (`scope`, `key`) was not the value the write expected."""
+
+    scope: str | None
+    key: str | None
 
 
 class SessionExists(CheckpointError):

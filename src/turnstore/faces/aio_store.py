@@ -253,6 +253,7 @@ class Store:
         state: Iterable[tuple[str, str, Any]] = (),
         *,
         kind: str = ITEMS.name,
+        expected_state: Iterable[tuple[str, str, Any]] = (),
     ) -> int:
         """Append items to a session's context and transcript in one commit; the new sequence.
 
@@ -260,11 +261,13 @@ class Store:
         the catalog and search name it); an existing one keeps its owner and kind. With
         `expected_sequence`, the session must be at that sequence (0: it must not exist
         yet), else `SequenceConflict` (`SessionNotFound` when it is gone). `state` holds
-        (scope, key, value) middleware state writes of the same commit.
+        (scope, key, value) middleware state writes of the same commit. `expected_state`
+        holds (scope, key, value) values that must be stored, equal as JSON, under the
+        session's lock, else `StateConflict` and nothing is written.
         """
         return await self._driver.run(
             checkpoint_ops.append_context(
-                session_id, items, owner_id, expected_sequence, state, kind
+                session_id, items, owner_id, expected_sequence, state, kind, expected_state
             ),
             session_id,
         )
@@ -328,9 +331,20 @@ class Store:
         """Load every middleware state value of one scope, by key."""
         return await self._driver.run(checkpoint_ops.load_state_scope(scope))
 
-    async def save_state(self, scope: str, key: str, value: Any) -> None:
-        """Durably replace one middleware state value."""
-        await self._driver.run(checkpoint_ops.save_state(scope, key, value))
+    async def save_state(
+        self,
+        scope: str,
+        key: str,
+        value: Any,
+        *,
+        expected_state: Iterable[tuple[str, str, Any]] = (),
+    ) -> None:
+        """Durably replace one middleware state value.
+
+        `expected_state` holds (scope, key, value) values that must be stored, equal as JSON,
+        until the commit, else `StateConflict` and nothing is written.
+        """
+        await self._driver.run(checkpoint_ops.save_state(scope, key, value, expected_state))
 
     async def events_after(self, session_id: str, after_sequence: int, limit: int) -> EventPage:
         """Load the stored events after a sequence, oldest first (compacted deltas are absent)."""

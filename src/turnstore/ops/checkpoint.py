@@ -48,6 +48,7 @@ from turnstore.rules.saves import (
     prepare_fork,
     prepare_replace,
     prepare_save,
+    state_expectations,
     tail_limit,
     window_bound,
 )
@@ -280,11 +281,14 @@ def load_state_scope(scope: str) -> Steps[dict[str, Any]]:
     return (yield from read(lambda tx: checkpoints.load_state_scope(tx, scope)))
 
 
-def save_state(scope: str, key: str, value: Any) -> Steps[None]:
-    """Durably replace one middleware state value."""
+def save_state(
+    scope: str, key: str, value: Any, expected_state: Iterable[tuple[str, str, Any]] = ()
+) -> Steps[None]:
+    """Durably replace one middleware state value, if the expected state values are stored."""
     scope, key = text(scope, "scope"), text(key, "key")
     value_json = encoded_text(json_value(value, "middleware state"), "middleware state")
-    yield from write(lambda tx: checkpoints.save_state(tx, scope, key, value_json))
+    expected = state_expectations(expected_state)
+    yield from write(lambda tx: checkpoints.save_state(tx, scope, key, value_json, expected))
 
 
 def append_context(
@@ -294,9 +298,12 @@ def append_context(
     expected_sequence: int | None,
     state: Iterable[tuple[str, str, Any]],
     kind: str,
+    expected_state: Iterable[tuple[str, str, Any]] = (),
 ) -> Steps[int]:
     """Append items to a session's context and transcript in one commit; the new sequence."""
-    prepared = prepare_append(session_id, items, owner_id, expected_sequence, state, kind)
+    prepared = prepare_append(
+        session_id, items, owner_id, expected_sequence, state, kind, expected_state
+    )
     return (yield from write(lambda tx: context_items.append(tx, prepared)))
 
 

@@ -16,11 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from turnstore.errors import ContextRewriteRequired
 from turnstore.records.base import encode_json
-from turnstore.rules.values import check_value
+from turnstore.rules.values import canonical, check_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +56,10 @@ def _encode(items: list[Any], start: int, checked: bool) -> bytes:
     return encode_json(items)
 
 
-_SORTED = msgspec.json.Encoder(order="sorted")
-"""Encodes with sorted keys: the same value in another key order compares equal."""
-
-
 def first_difference(ours: Sequence[Any], theirs: Sequence[Any]) -> int | None:
     """The first index where two runs of items differ in value or JSON type, or None."""
     for index, (mine, stored) in enumerate(zip(ours, theirs, strict=False)):
-        if _SORTED.encode(mine) != _SORTED.encode(stored):
+        if canonical(mine) != canonical(stored):
             return index
     if len(ours) != len(theirs):
         return min(len(ours), len(theirs))

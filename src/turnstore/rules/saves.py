@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -15,9 +15,10 @@ from turnstore.errors import (
     SequenceConflict,
     SessionExists,
     SessionNotFound,
+    StateConflict,
     StorageError,
 )
-from turnstore.records.base import encode_json
+from turnstore.records.base import decode_stored, encode_json
 from turnstore.records.checkpoint import Checkpoint, ExecutionRecord, TimestampedEvent
 from turnstore.records.context import CLEAN, Context, ContextMark
 from turnstore.records.kinds.items import KIND as ITEMS
@@ -36,6 +37,7 @@ from turnstore.rules.validation import (
     validate_session_id,
 )
 from turnstore.rules.values import (
+    canonical,
     check_value,
     checked,
     collection,
@@ -197,6 +199,8 @@ class PreparedAppend:
     """Middleware state values written in the same commit: (scope, key, value JSON)."""
     kind: str = ITEMS.name
     """The kind of session the append creates if the session is missing."""
+    expected_state: list[StateExpectation] = dataclasses.field(default_factory=list)
+    """State values the session's lock must find before the append writes anything."""
 
     def creation(self) -> PreparedSave:
         """The save that creates the session when it does not exist yet.
@@ -224,9 +228,11 @@ def prepare_append(
     expected_sequence: object = None,
     state: object = (),
     kind: object = ITEMS.name,
+    expected_state: object = (),
 ) -> PreparedAppend:
     """Validate an append: a session id, an ordered list of values, an owner or None, the
-    sequence the session must be at (None: any; 0: it must not exist yet), and state values.
+    sequence the session must be at (None: any; 0: it must not exist yet), state values, and
+    the state values it expects (`state_expectations`).
 
     The items may be empty only when the append creates the session (`expected_sequence`
     0) or writes state.
@@ -253,7 +259,54 @@ def prepare_append(
         expected_sequence=expected,
         state=writes,
         kind=items_kind(kind),
+        expected_state=state_expectations(expected_state),
     )
+
+
+class StateExpectation(NamedTuple):
+    """A middleware state value a write expects to find, as canonical JSON (`canonical`)."""
+
+    scope: str
+    key: str
+    canonical: bytes
+
+
+def state_expectations(entries: object) -> list[StateExpectation]:
+    """Validate (scope, key, value) expectations: each value is what `load_state` must read.
+
+    None is refused: only a stored row can be locked on PostgreSQL, so "no value" could not
+    be held until the commit there. Sorted by scope and key, the order their rows are locked.
+    """
+    expected: dict[tuple[str, str], bytes] = {}
+    for entry in collection(entries, "expected_state", ordered=True):
+        if not isinstance(entry, tuple | list) or len(entry) != 3:
+            raise InvalidInput("each expected state value must be a (scope, key, value) tuple")
+        scope, key, value = entry
+        place = (
+            identifier(scope, "middleware state scope"),
+            identifier(key, "middleware state key"),
+        )
+        if value is None:
+            raise InvalidInput("an expected middleware state value cannot be None (no value)")
+        value = json_value(value, "expected middleware state")
+        check_value(value, "expected middleware state")
+        encoded = canonical(value)
+        if expected.setdefault(place, encoded) != encoded:
+            raise InvalidInput(f"expected_state names {place[0]!r}/{place[1]!r} twice, apart")
+    return [StateExpectation(*place, value) for place, value in sorted(expected.items())]
+
+
+def check_expected_state(expected: StateExpectation, value_json: str | None) -> None:
+    """Refuse with `StateConflict` unless the stored value (its JSON; None: no value) is the
+    expected one."""
+    stored = None if value_json is None else decode_stored(value_json, Any, "middleware state")
+    if value_json is None or canonical(stored) != expected.canonical:
+        raise StateConflict(
+            f"middleware state {expected.scope!r}/{expected.key!r} is not the value this"
+            " write expected",
+            scope=expected.scope,
+            key=expected.key,
+        )
 
 
 def _state_write(entry: object) -> tuple[str, str, str]:

@@ -270,6 +270,15 @@ def checked(value: object, type_: type[R], name: str) -> tuple[R, bytes]:
     return revalidated(require(value, type_, name))
 
 
+_SORTED = msgspec.json.Encoder(order="sorted")
+
+
+def canonical(value: Any) -> bytes:
+    """A checked JSON value's encoding with sorted keys: the same for the same value in any key
+    order, and different for different JSON types (`1`, `1.0` and `true` included)."""
+    return _SORTED.encode(value)
+
+
 def encoded_text(value: Any, what: str) -> str:
     """Encode `value` as JSON text for a column."""
     return encode(value, what).decode()

@@ -20,7 +20,9 @@ from turnstore.rules.journal import EventWrite
 from turnstore.rules.saves import (
     PreparedFork,
     PreparedSave,
+    StateExpectation,
     check_advance,
+    check_expected_state,
     check_fork_created,
     check_fork_parent,
     relocked,
@@ -139,6 +141,7 @@ class CheckpointSql(Statements):
         " ON CONFLICT (scope, key) DO UPDATE SET value_json = excluded.value_json",
     )
     state = "SELECT value_json FROM middleware_state WHERE scope = ? AND key = ?"
+    locked_state = "SELECT value_json FROM middleware_state WHERE scope = ? AND key = ?{lock}"
     scope_state = select(StateEntry, "FROM middleware_state WHERE scope = ? ORDER BY key")
     scopes_state = select(ScopedState, "FROM middleware_state WHERE {ids:scope} AND key = ?")
     # By the sessions' primary key, each session's own state row looked up by its key: the
@@ -364,10 +367,22 @@ def load_state(tx: Tx, scope: str, key: str) -> Any:
     return None if value_json is None else decode_stored(value_json, Any, "middleware state")
 
 
-def save_state(tx: Tx, scope: str, key: str, value_json: str) -> None:
-    """Replace one middleware state value."""
+def save_state(
+    tx: Tx, scope: str, key: str, value_json: str, expected: Sequence[StateExpectation] = ()
+) -> None:
+    """Replace one middleware state value, once the `expected` values are found."""
     scope, key = _state_key(scope, key)
+    check_state(tx, expected)
     tx.run(tx.sql(CheckpointSql).upsert_state, StateWrite(scope, key, value_json))
+
+
+def check_state(tx: Tx, expected: Sequence[StateExpectation]) -> None:
+    """Refuse with `StateConflict` unless each expected state value is the stored one, read
+    under a row lock (PostgreSQL; SQLite's write transaction holds the database) so that no
+    other writer changes it before this transaction ends."""
+    locked = tx.sql(CheckpointSql).locked_state
+    for expectation in expected:
+        check_expected_state(expectation, tx.value(locked, expectation[:2]))
 
 
 def load_states(tx: Tx, scopes: Sequence[str], key: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from turnstore.scripts.checkpoints import (
     ChunkInsert,
     StateWrite,
     TranscriptInsert,
+    check_state,
     insert_items,
 )
 from turnstore.scripts.context_reads import ending_at, runs_from, tail
@@ -111,12 +112,15 @@ def append(tx: Tx, prepared: PreparedAppend) -> int:
         # `prepare_append` checked every item before any I/O: not walked again under the lock.
         plan = plan_context_write(None, created.context_epoch, created.context, checked=True)
         if sessions.insert(tx, created, plan, kind=prepared.kind):
+            check_state(tx, prepared.expected_state)
             insert_items(tx, created, plan)
             _write_state(tx, prepared)
             return created.sequence
         # Another writer created the session after our lookup: append under its lock.
         row = relocked(_lock(tx, session_id), "append")
     check_append_sequence(prepared, row.latest_sequence)
+    # After the session's lock, as every append with state takes its locks: no deadlock.
+    check_state(tx, prepared.expected_state)
     sequence, state_json = _advanced(row, session_id)
     start = row.context_length
     tail = prepared.tail_digest
