@@ -7,6 +7,9 @@ index `i` (`indexed`), a message is read by its index; any other layout (two age
 messages, ids out of order, items edited outside this repository) is read by a scan.
 `sequence` and `length` are the session's as this repository's last write left them: a write
 expects that sequence, and a session found at another one is read again (`resynced`).
+`incarnation` is drawn when the session is created, so a session deleted and created again
+never has a record equal to its predecessor's: a repository that remembers a record
+(`Remembered`) and writes expecting it cannot write onto the successor.
 
 A message is one context item: the message Strands shows (its redacted form once redacted),
 as the conversation view and search read chat messages (`role`, `content`), with Strands'
@@ -15,6 +18,10 @@ own fields beside it under `META`.
 
 from __future__ import annotations
 
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 from strands.types.session import (
@@ -65,12 +72,44 @@ def new_record(session: Session) -> dict[str, Any]:
     """A new session's record: no agent, no message, at sequence 1."""
     return {
         "session": {**session.to_dict(), "session_type": SessionType(session.session_type).value},
+        "incarnation": uuid.uuid4().hex,
         "agents": {},
         "sole": None,
         "indexed": True,
         "length": 0,
         "sequence": 1,
     }
+
+
+REMEMBERED = 1024
+"""How many records (sessions' and agents') a repository remembers, the least recent dropped."""
+
+
+class Remembered:
+    """Records as this repository last wrote or read them, by key: guesses that spare a write
+    its read, each checked by the write itself (`expected_state`) under the session's lock."""
+
+    def __init__(self) -> None:
+        self._records: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> dict[str, Any] | None:
+        """The record remembered for `key`, or None."""
+        with self._lock:
+            return self._records.get(key)
+
+    def put(self, key: Hashable, record: dict[str, Any]) -> None:
+        """Remember `record` as the one stored for `key`."""
+        with self._lock:
+            self._records[key] = record
+            self._records.move_to_end(key)
+            if len(self._records) > REMEMBERED:
+                self._records.popitem(last=False)
+
+    def drop(self, key: Hashable) -> None:
+        """Forget what was remembered for `key`: it was found out of date."""
+        with self._lock:
+            self._records.pop(key, None)
 
 
 def loaded_session(record: dict[str, Any]) -> Session:

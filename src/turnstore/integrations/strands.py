@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from turnstore import BlockingStore, Store
-from turnstore.errors import SequenceConflict, SessionNotFound, StorageError
+from turnstore.errors import SequenceConflict, SessionNotFound, StateConflict, StorageError
 from turnstore.integrations import requires_extra
 from turnstore.integrations._opening import Closes
 from turnstore.records.kinds.strands import KIND as STRANDS
@@ -91,6 +91,8 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         self.owner_id = optional_identifier(owner_id, "owner ID")
         self._shared: Shared = borrow(store)
         self.store: BlockingStore = self._shared.blocking
+        # Keyed by session id, and by (session id, agent id) for agents' records.
+        self._remembered = records.Remembered()
 
     @classmethod
     def from_url(cls, url: str | os.PathLike[str], **options: Any) -> TurnstoreSessionRepository:
@@ -117,6 +119,7 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
             )
         except SequenceConflict:
             raise SessionException(f"Session {session.session_id} already exists") from None
+        self._remembered.put(tid, record)
         return session
 
     def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
@@ -126,7 +129,11 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
 
     def _record(self, tid: str) -> dict[str, Any] | None:
         record = self.store.load_state(tid, SESSION_KEY)
-        return record if isinstance(record, dict) else None
+        if not isinstance(record, dict):
+            self._remembered.drop(tid)
+            return None
+        self._remembered.put(tid, record)
+        return record
 
     def _existing(self, tid: str, session_id: str) -> dict[str, Any]:
         record = self._record(tid)
@@ -134,29 +141,59 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
             raise SessionException(f"Session {session_id} does not exist")
         return record
 
-    def _commit(self, tid: str, record: dict[str, Any], items: list[Any], state: list[Any]) -> bool:
+    def _commit(
+        self,
+        tid: str,
+        stored: dict[str, Any],
+        record: dict[str, Any],
+        items: list[Any],
+        state: list[Any],
+    ) -> bool:
         """Append `items` with `state` and the session's next `record`, only while the session
-        is at the sequence `record` follows; False, writing nothing, when it moved on."""
+        is at the sequence `record` follows and its record is `stored`; False, writing
+        nothing, when it moved on."""
         writes = [*state, (tid, SESSION_KEY, record)]
         try:
-            self.store.append_context(tid, items, None, record["sequence"] - 1, writes, kind=KIND)
-        except SequenceConflict:
+            self.store.append_context(
+                tid,
+                items,
+                None,
+                record["sequence"] - 1,
+                writes,
+                kind=KIND,
+                expected_state=[(tid, SESSION_KEY, stored)],
+            )
+        except (SequenceConflict, StateConflict):
+            self._remembered.drop(tid)
             return False
         except SessionNotFound:
+            self._remembered.drop(tid)
             raise SessionException(f"Session {tid[len(PREFIX) :]} does not exist") from None
+        self._remembered.put(tid, record)
         return True
 
-    def _current(self, tid: str, session_id: str, moved: bool) -> dict[str, Any]:
-        """The session's record; after a write found it `moved`, at its actual sequence."""
+    def _current(
+        self, tid: str, session_id: str, moved: bool, agent_id: str, present: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The session's record as stored, and as the next write builds on it: the one this
+        repository remembers (the write checks it), else read; after a write found the
+        session `moved`, read again at its actual sequence.
+
+        A remembered record that does not have `agent_id` `present` (as the write needs) is
+        read again first: only a stored record refuses a write.
+        """
         if not moved:
-            return self._existing(tid, session_id)
+            remembered = self._remembered.get(tid)
+            if remembered is None or (agent_id in remembered["agents"]) != present:
+                remembered = self._existing(tid, session_id)
+            return remembered, remembered
         # The context first, then the record: a record read first could predate a commit the
         # context shows, and the write would put that stale record back (an agent another
         # writer added lost). Read after, it is at least as new; if newer, the write conflicts
         # and is tried again.
         window = self.store.context_window(tid, None, 0)
-        record = self._existing(tid, session_id)
-        return records.resynced(record, window.sequence, window.length)
+        stored = self._existing(tid, session_id)
+        return stored, records.resynced(stored, window.sequence, window.length)
 
     # --- agents -----------------------------------------------------------------------------
 
@@ -164,36 +201,59 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         """Add the agent to the session; `SessionException` if it is there, or no session."""
         tid = turnstore_id(session_id)
         agent_id = records.agent_id_of(session_agent.agent_id)
-        state = [(tid, records.agent_key(agent_id), session_agent.to_dict())]
+        value = session_agent.to_dict()
+        state = [(tid, records.agent_key(agent_id), value)]
         moved = False
         for _ in _tries():
-            record = self._current(tid, session_id, moved)
+            stored, record = self._current(tid, session_id, moved, agent_id, present=False)
             if agent_id in record["agents"]:
                 raise SessionException(f"Agent {agent_id} already exists in session {session_id}")
-            if self._commit(tid, records.with_agent(record, agent_id), [], state):
+            if self._commit(tid, stored, records.with_agent(record, agent_id), [], state):
+                self._remembered.put((tid, agent_id), value)
                 return
             moved = True
         raise _busy()
 
     def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
         """The agent, or None when the session has no such agent."""
-        found = self.store.load_state(
-            turnstore_id(session_id), records.agent_key(records.agent_id_of(agent_id))
-        )
-        return None if found is None else SessionAgent.from_dict(found)
+        tid, agent_id = turnstore_id(session_id), records.agent_id_of(agent_id)
+        found = self.store.load_state(tid, records.agent_key(agent_id))
+        if not isinstance(found, dict):
+            self._remembered.drop((tid, agent_id))
+            return None
+        self._remembered.put((tid, agent_id), found)
+        return SessionAgent.from_dict(found)
 
     def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         """Replace the agent's record, keeping when it was created (as Strands' file manager
         does); `SessionException` when the session has no such agent."""
         tid = turnstore_id(session_id)
-        key = records.agent_key(records.agent_id_of(session_agent.agent_id))
+        agent_id = records.agent_id_of(session_agent.agent_id)
+        key = records.agent_key(agent_id)
+        session, previous = self._remembered.get(tid), self._remembered.get((tid, agent_id))
+        if session is not None and previous is not None:
+            # Both as remembered, checked under the write's lock: the session the same
+            # incarnation, the agent's record the one its `created_at` is taken from (a record
+            # remembered from before the session was created again is not).
+            session_agent.created_at = previous.get("created_at", session_agent.created_at)
+            value = session_agent.to_dict()
+            expected = [(tid, SESSION_KEY, session), (tid, key, previous)]
+            try:
+                self.store.save_state(tid, key, value, expected_state=expected)
+            except StateConflict:
+                self._remembered.drop(tid)
+            else:
+                self._remembered.put((tid, agent_id), value)
+                return
         previous = self.store.load_state(tid, key)
         if previous is None:
             raise SessionException(
                 f"Agent {session_agent.agent_id} in session {session_id} does not exist"
             )
         session_agent.created_at = previous.get("created_at", session_agent.created_at)
-        self.store.save_state(tid, key, session_agent.to_dict())
+        value = session_agent.to_dict()
+        self.store.save_state(tid, key, value)
+        self._remembered.put((tid, agent_id), value)
 
     # --- messages ---------------------------------------------------------------------------
 
@@ -208,7 +268,7 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         item = records.stored_message(agent_id, session_message)
         moved = False
         for _ in _tries():
-            record = self._current(tid, session_id, moved)
+            stored, record = self._current(tid, session_id, moved, agent_id, present=True)
             if agent_id not in record["agents"]:
                 raise SessionException(f"Agent {agent_id} does not exist in session {session_id}")
             if not records.after_newest(record, agent_id, message_id) and self._find(
@@ -219,7 +279,7 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
                     f" {session_id}"
                 )
             following = records.with_message(record, agent_id, message_id)
-            if self._commit(tid, following, [item], []):
+            if self._commit(tid, stored, following, [item], []):
                 return
             moved = True
         raise _busy()
