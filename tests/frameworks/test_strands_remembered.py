@@ -1,14 +1,17 @@
 """`TurnstoreSessionRepository` remembers the records it wrote, on both backends.
 
-- a turn of a real Strands `Agent` (four messages, two agent updates) reads nothing from the
-  store once the repository knows the session: each write checks what it remembers under the
-  session's lock (`expected_state`) instead of reading it first;
+- a turn of a real Strands `Agent` (four messages, its agent's updates) reads nothing from
+  the store once the repository knows the session: each write checks what it remembers under
+  the session's lock (the sequence, and the incarnation by `expected_state`) instead of
+  reading it first;
 - a session deleted and created again by another repository, up to the same sequence, is
-  never written with the remembered record of its predecessor (its `incarnation` differs);
-- an agent updated by another repository keeps its first `created_at` whoever updates it,
-  and an agent of a session created again takes its own, not the one of its predecessor's
-  agent that a repository remembers;
-- an agent another repository added is found, not refused from a remembered record.
+  never written with the remembered record of its predecessor: each write expects the
+  session's incarnation id (`strands-incarnation`), drawn at creation;
+- an agent keeps its first `created_at` whoever updates it; an agent of a session created
+  again takes its own, not the one a repository remembers of its predecessor's agent, and an
+  update of an agent the new session does not have is refused, writing nothing;
+- an agent another repository added is found, not refused from a remembered record;
+- a session written before incarnations gets one at its next write.
 """
 
 from __future__ import annotations
@@ -154,3 +157,45 @@ def test_an_agent_of_a_session_created_again_keeps_its_own_created_at(
     stored = second.read_agent("s", "a")
     assert stored is not None
     assert (stored.state, stored.created_at) == ({"n": 1}, "2026-02-02T00:00:00")
+
+
+def test_an_update_of_an_agent_after_its_session_was_created_again_reads_it_again(
+    store: BlockingStore,
+) -> None:
+    """`first` remembers both records of the old session when it updates the agent; the
+    write expects the old incarnation, is refused, and is made again from what is stored."""
+    first, second = _repository(store), _repository(store)
+    first.create_session(Session("s", SessionType.AGENT))
+    first.create_agent("s", SessionAgent("a", {}, {}, created_at="2026-01-01T00:00:00"))
+    assert store.delete_sessions(["strands/s"]) is True
+    second.create_session(Session("s", SessionType.AGENT))
+    with pytest.raises(Exception, match="does not exist"):
+        first.update_agent("s", SessionAgent("a", {"n": 1}, {}))
+    assert store.load_state_scope("strands/s").keys() == {
+        "strands-session",
+        "strands-incarnation",
+    }
+    second.create_agent("s", SessionAgent("a", {}, {}, created_at="2026-02-02T00:00:00"))
+    first.update_agent("s", SessionAgent("a", {"n": 2}, {}, created_at="2026-03-03T00:00:00"))
+    stored = second.read_agent("s", "a")
+    assert stored is not None
+    assert (stored.state, stored.created_at) == ({"n": 2}, "2026-02-02T00:00:00")
+
+
+def test_a_session_written_before_incarnations_gets_one_at_its_next_write(
+    store: BlockingStore,
+) -> None:
+    """A record without an incarnation (as repositories before it wrote them) is read, not
+    remembered, until a write gives the session one."""
+    _repository(store).create_session(Session("s", SessionType.AGENT))
+    record = store.load_state("strands/s", "strands-session")
+    del record["incarnation"]
+    assert store.delete_sessions(["strands/s"]) is True
+    store.append_context("strands/s", [], None, 0, [("strands/s", "strands-session", record)])
+    repository = _repository(store)
+    assert repository.read_session("s") is not None
+    repository.create_agent("s", SessionAgent("a", {}, {}))
+    repository.create_message("s", "a", _message(0, "hello"))
+    stored = store.load_state_scope("strands/s")
+    assert stored["strands-incarnation"] == stored["strands-session"]["incarnation"]
+    assert [m.message_id for m in _repository(store).list_messages("s", "a")] == [0]

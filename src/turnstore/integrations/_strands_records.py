@@ -72,13 +72,18 @@ def new_record(session: Session) -> dict[str, Any]:
     """A new session's record: no agent, no message, at sequence 1."""
     return {
         "session": {**session.to_dict(), "session_type": SessionType(session.session_type).value},
-        "incarnation": uuid.uuid4().hex,
+        "incarnation": new_incarnation(),
         "agents": {},
         "sole": None,
         "indexed": True,
         "length": 0,
         "sequence": 1,
     }
+
+
+def new_incarnation() -> str:
+    """A new incarnation id: random, so no two sessions ever draw the same."""
+    return uuid.uuid4().hex
 
 
 REMEMBERED = 1024

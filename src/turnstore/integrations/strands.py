@@ -33,8 +33,8 @@ from turnstore import BlockingStore, Store
 from turnstore.errors import SequenceConflict, SessionNotFound, StateConflict, StorageError
 from turnstore.integrations import requires_extra
 from turnstore.integrations._opening import Closes
+from turnstore.records.kinds.strands import INCARNATION_KEY, SESSION_KEY
 from turnstore.records.kinds.strands import KIND as STRANDS
-from turnstore.records.kinds.strands import SESSION_KEY
 from turnstore.seam import Shared, borrow, optional_identifier, validate_session_id
 
 with requires_extra(__name__, "Strands Agents", "strands"):
@@ -113,10 +113,9 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         """Create the session, empty, in one commit; `SessionException` if it exists."""
         tid = turnstore_id(session.session_id)
         record = records.new_record(session)
+        writes = [(tid, SESSION_KEY, record), (tid, INCARNATION_KEY, record["incarnation"])]
         try:
-            self.store.append_context(
-                tid, [], self.owner_id, 0, [(tid, SESSION_KEY, record)], kind=KIND
-            )
+            self.store.append_context(tid, [], self.owner_id, 0, writes, kind=KIND)
         except SequenceConflict:
             raise SessionException(f"Session {session.session_id} already exists") from None
         self._remembered.put(tid, record)
@@ -132,7 +131,8 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         if not isinstance(record, dict):
             self._remembered.drop(tid)
             return None
-        self._remembered.put(tid, record)
+        if "incarnation" in record:  # one without is written expecting nothing: never reused
+            self._remembered.put(tid, record)
         return record
 
     def _existing(self, tid: str, session_id: str) -> dict[str, Any]:
@@ -141,27 +141,28 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
             raise SessionException(f"Session {session_id} does not exist")
         return record
 
-    def _commit(
-        self,
-        tid: str,
-        stored: dict[str, Any],
-        record: dict[str, Any],
-        items: list[Any],
-        state: list[Any],
-    ) -> bool:
+    def _commit(self, tid: str, record: dict[str, Any], items: list[Any], state: list[Any]) -> bool:
         """Append `items` with `state` and the session's next `record`, only while the session
-        is at the sequence `record` follows and its record is `stored`; False, writing
-        nothing, when it moved on."""
+        is at the sequence `record` follows, in the incarnation `record` names; False,
+        writing nothing, when it moved on.
+
+        Within an incarnation, only appends (which advance the sequence) write the record, so
+        the sequence and the incarnation tell whether a remembered record is still stored.
+        """
+        incarnation = record.get("incarnation")
+        expected = [(tid, INCARNATION_KEY, incarnation)]
         writes = [*state, (tid, SESSION_KEY, record)]
+        if incarnation is None:  # a session created before incarnations: it gets one now
+            record = {**record, "incarnation": records.new_incarnation()}
+            expected = []
+            writes = [
+                *state,
+                (tid, SESSION_KEY, record),
+                (tid, INCARNATION_KEY, record["incarnation"]),
+            ]
         try:
             self.store.append_context(
-                tid,
-                items,
-                None,
-                record["sequence"] - 1,
-                writes,
-                kind=KIND,
-                expected_state=[(tid, SESSION_KEY, stored)],
+                tid, items, None, record["sequence"] - 1, writes, kind=KIND, expected_state=expected
             )
         except (SequenceConflict, StateConflict):
             self._remembered.drop(tid)
@@ -174,10 +175,10 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
 
     def _current(
         self, tid: str, session_id: str, moved: bool, agent_id: str, present: bool
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The session's record as stored, and as the next write builds on it: the one this
-        repository remembers (the write checks it), else read; after a write found the
-        session `moved`, read again at its actual sequence.
+    ) -> dict[str, Any]:
+        """The session's record as the next write builds on it: the one this repository
+        remembers (the write checks its sequence and incarnation), else read; after a write
+        found the session `moved`, read again at its actual sequence.
 
         A remembered record that does not have `agent_id` `present` (as the write needs) is
         read again first: only a stored record refuses a write.
@@ -186,14 +187,14 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
             remembered = self._remembered.get(tid)
             if remembered is None or (agent_id in remembered["agents"]) != present:
                 remembered = self._existing(tid, session_id)
-            return remembered, remembered
+            return remembered
         # The context first, then the record: a record read first could predate a commit the
         # context shows, and the write would put that stale record back (an agent another
         # writer added lost). Read after, it is at least as new; if newer, the write conflicts
         # and is tried again.
         window = self.store.context_window(tid, None, 0)
-        stored = self._existing(tid, session_id)
-        return stored, records.resynced(stored, window.sequence, window.length)
+        record = self._existing(tid, session_id)
+        return records.resynced(record, window.sequence, window.length)
 
     # --- agents -----------------------------------------------------------------------------
 
@@ -205,24 +206,22 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         state = [(tid, records.agent_key(agent_id), value)]
         moved = False
         for _ in _tries():
-            stored, record = self._current(tid, session_id, moved, agent_id, present=False)
+            record = self._current(tid, session_id, moved, agent_id, present=False)
             if agent_id in record["agents"]:
                 raise SessionException(f"Agent {agent_id} already exists in session {session_id}")
-            if self._commit(tid, stored, records.with_agent(record, agent_id), [], state):
-                self._remembered.put((tid, agent_id), value)
+            following = records.with_agent(record, agent_id)
+            if self._commit(tid, following, [], state):
+                self._remember_agent(tid, agent_id, value)
                 return
             moved = True
         raise _busy()
 
     def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
         """The agent, or None when the session has no such agent."""
-        tid, agent_id = turnstore_id(session_id), records.agent_id_of(agent_id)
-        found = self.store.load_state(tid, records.agent_key(agent_id))
-        if not isinstance(found, dict):
-            self._remembered.drop((tid, agent_id))
-            return None
-        self._remembered.put((tid, agent_id), found)
-        return SessionAgent.from_dict(found)
+        found = self.store.load_state(
+            turnstore_id(session_id), records.agent_key(records.agent_id_of(agent_id))
+        )
+        return None if found is None else SessionAgent.from_dict(found)
 
     def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         """Replace the agent's record, keeping when it was created (as Strands' file manager
@@ -230,30 +229,54 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         tid = turnstore_id(session_id)
         agent_id = records.agent_id_of(session_agent.agent_id)
         key = records.agent_key(agent_id)
-        session, previous = self._remembered.get(tid), self._remembered.get((tid, agent_id))
-        if session is not None and previous is not None:
-            # Both as remembered, checked under the write's lock: the session the same
-            # incarnation, the agent's record the one its `created_at` is taken from (a record
-            # remembered from before the session was created again is not).
-            session_agent.created_at = previous.get("created_at", session_agent.created_at)
+        known = self._known_agent(tid, agent_id)
+        for _ in _tries():
+            if known is None:
+                known = self._read_agent(tid, session_id, agent_id, key)
+            incarnation, created_at = known
+            session_agent.created_at = created_at or session_agent.created_at
             value = session_agent.to_dict()
-            expected = [(tid, SESSION_KEY, session), (tid, key, previous)]
+            expected = [] if incarnation is None else [(tid, INCARNATION_KEY, incarnation)]
             try:
                 self.store.save_state(tid, key, value, expected_state=expected)
-            except StateConflict:
+            except StateConflict:  # the session was created again since
                 self._remembered.drop(tid)
-            else:
-                self._remembered.put((tid, agent_id), value)
-                return
+                known = None
+                continue
+            self._remember_agent(tid, agent_id, value, incarnation)
+            return
+        raise _busy()
+
+    def _known_agent(self, tid: str, agent_id: str) -> tuple[str | None, str | None] | None:
+        """The incarnation and `created_at` remembered of an agent, if the session's
+        remembered record is of that incarnation (an agent's `created_at` never changes
+        within one: every update keeps it)."""
+        session, agent = self._remembered.get(tid), self._remembered.get((tid, agent_id))
+        if session is None or agent is None or agent["incarnation"] is None:
+            return None
+        if agent["incarnation"] != session.get("incarnation"):
+            return None
+        return agent["incarnation"], agent["created_at"]
+
+    def _read_agent(
+        self, tid: str, session_id: str, agent_id: str, key: str
+    ) -> tuple[str | None, str | None]:
+        """The session's incarnation and the agent's `created_at`, read."""
+        record = self._record(tid)
         previous = self.store.load_state(tid, key)
-        if previous is None:
-            raise SessionException(
-                f"Agent {session_agent.agent_id} in session {session_id} does not exist"
-            )
-        session_agent.created_at = previous.get("created_at", session_agent.created_at)
-        value = session_agent.to_dict()
-        self.store.save_state(tid, key, value)
-        self._remembered.put((tid, agent_id), value)
+        if record is None or not isinstance(previous, dict):
+            raise SessionException(f"Agent {agent_id} in session {session_id} does not exist")
+        return record.get("incarnation"), previous.get("created_at")
+
+    def _remember_agent(
+        self, tid: str, agent_id: str, value: dict[str, Any], incarnation: str | None = None
+    ) -> None:
+        if incarnation is None:
+            session = self._remembered.get(tid)
+            incarnation = None if session is None else session.get("incarnation")
+        self._remembered.put(
+            (tid, agent_id), {"incarnation": incarnation, "created_at": value.get("created_at")}
+        )
 
     # --- messages ---------------------------------------------------------------------------
 
@@ -268,7 +291,7 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         item = records.stored_message(agent_id, session_message)
         moved = False
         for _ in _tries():
-            stored, record = self._current(tid, session_id, moved, agent_id, present=True)
+            record = self._current(tid, session_id, moved, agent_id, present=True)
             if agent_id not in record["agents"]:
                 raise SessionException(f"Agent {agent_id} does not exist in session {session_id}")
             if not records.after_newest(record, agent_id, message_id) and self._find(
@@ -279,7 +302,7 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
                     f" {session_id}"
                 )
             following = records.with_message(record, agent_id, message_id)
-            if self._commit(tid, stored, following, [item], []):
+            if self._commit(tid, following, [item], []):
                 return
             moved = True
         raise _busy()

@@ -10,6 +10,10 @@ from turnstore.records.kinds import SessionKind, Storage
 
 SESSION_KEY = "strands-session"
 """The middleware state key of a Strands session's own record, in the scope of its id."""
+INCARNATION_KEY = "strands-incarnation"
+"""The middleware state key of a Strands session's incarnation id, drawn when it is created:
+what a write built on a remembered record expects, so it never lands on a session deleted and
+created again since."""
 AGENT_KEY = "strands-agent/"
 """Starts the middleware state key of one agent's record (`SessionAgent`), in that scope."""
 MULTI_AGENT_KEY = "strands-multi-agent/"
