@@ -48,7 +48,11 @@ FRAMEWORK_TESTS = {
     "agents": ("test_agents_sdk_session.py", "test_agents_sdk_move.py"),
     "google.adk": ("test_adk_state_values.py", "test_adk_move.py", "test_adk_move_cli.py"),
     "pydantic_ai": ("test_pydantic_ai_store.py", "test_pydantic_ai_lifecycle.py"),
-    "strands": ("test_strands_repository.py", "test_strands_suite.py"),
+    "strands": (
+        "test_strands_repository.py",
+        "test_strands_suite.py",
+        "test_strands_remembered.py",
+    ),
 }
 """Framework test modules that import their framework when collected, by that framework."""
 

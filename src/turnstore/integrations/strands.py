@@ -141,10 +141,12 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
             raise SessionException(f"Session {session_id} does not exist")
         return record
 
-    def _commit(self, tid: str, record: dict[str, Any], items: list[Any], state: list[Any]) -> bool:
+    def _commit(
+        self, tid: str, record: dict[str, Any], items: list[Any], state: list[Any]
+    ) -> dict[str, Any] | None:
         """Append `items` with `state` and the session's next `record`, only while the session
-        is at the sequence `record` follows, in the incarnation `record` names; False,
-        writing nothing, when it moved on.
+        is at the sequence `record` follows, in the incarnation `record` names; the record as
+        committed, or None, writing nothing, when the session moved on.
 
         Within an incarnation, only appends (which advance the sequence) write the record, so
         the sequence and the incarnation tell whether a remembered record is still stored.
@@ -166,12 +168,12 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
             )
         except (SequenceConflict, StateConflict):
             self._remembered.drop(tid)
-            return False
+            return None
         except SessionNotFound:
             self._remembered.drop(tid)
             raise SessionException(f"Session {tid[len(PREFIX) :]} does not exist") from None
         self._remembered.put(tid, record)
-        return True
+        return record
 
     def _current(
         self, tid: str, session_id: str, moved: bool, agent_id: str, present: bool
@@ -209,9 +211,9 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
             record = self._current(tid, session_id, moved, agent_id, present=False)
             if agent_id in record["agents"]:
                 raise SessionException(f"Agent {agent_id} already exists in session {session_id}")
-            following = records.with_agent(record, agent_id)
-            if self._commit(tid, following, [], state):
-                self._remember_agent(tid, agent_id, value)
+            committed = self._commit(tid, records.with_agent(record, agent_id), [], state)
+            if committed is not None:
+                self._remember_agent(tid, agent_id, value, committed.get("incarnation"))
                 return
             moved = True
         raise _busy()
@@ -269,11 +271,8 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         return record.get("incarnation"), previous.get("created_at")
 
     def _remember_agent(
-        self, tid: str, agent_id: str, value: dict[str, Any], incarnation: str | None = None
+        self, tid: str, agent_id: str, value: dict[str, Any], incarnation: str | None
     ) -> None:
-        if incarnation is None:
-            session = self._remembered.get(tid)
-            incarnation = None if session is None else session.get("incarnation")
         self._remembered.put(
             (tid, agent_id), {"incarnation": incarnation, "created_at": value.get("created_at")}
         )
@@ -302,7 +301,7 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
                     f" {session_id}"
                 )
             following = records.with_message(record, agent_id, message_id)
-            if self._commit(tid, following, [item], []):
+            if self._commit(tid, following, [item], []) is not None:
                 return
             moved = True
         raise _busy()
