@@ -293,14 +293,16 @@ def state_expectations(entries: object) -> list[StateExpectation]:
         encoded = canonical(value)
         if expected.setdefault(place, encoded) != encoded:
             raise InvalidInput(f"expected_state names {place[0]!r}/{place[1]!r} twice, apart")
-    return [StateExpectation(*place, value) for place, value in sorted(expected.items())]
+    return [StateExpectation(*place, encoded) for place, encoded in sorted(expected.items())]
 
 
 def check_expected_state(expected: StateExpectation, value_json: str | None) -> None:
     """Refuse with `StateConflict` unless the stored value (its JSON; None: no value) is the
     expected one."""
-    stored = None if value_json is None else decode_stored(value_json, Any, "middleware state")
-    if value_json is None or canonical(stored) != expected.canonical:
+    if (
+        value_json is None
+        or canonical(decode_stored(value_json, Any, "middleware state")) != expected.canonical
+    ):
         raise StateConflict(
             f"middleware state {expected.scope!r}/{expected.key!r} is not the value this"
             " write expected",
