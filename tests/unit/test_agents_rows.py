@@ -1,6 +1,6 @@
-"""The OpenAI Agents SDK's rows decoded for a move as the SDK decodes them (`json.loads`),
-though msgspec decodes nearly all of them: the same value, of the same types, or the same
-refusal, for any text."""
+"""`records.base.json_loads`, which decodes the OpenAI Agents SDK's rows for a move and
+LangGraph memory values as `json.loads` does, though msgspec decodes nearly all of them: the
+same value, of the same types, or the same refusal, for any text."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnstore.integrations._agents_tables import loads
+from turnstore.records.base import json_loads as loads
 
 # What only Python's `json` takes, beside what both take: NaN, infinities, integers beyond
 # 64 bits, lone surrogates (escaped, or raw when not ensure_ascii).

@@ -18,28 +18,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import msgspec
-
 from turnstore.errors import CorruptRecord, InvalidInput
+from turnstore.records.base import json_loads
 
 PAGE = 1000
 """Items read (and written) at a time."""
 ID_PAGE = 500
 """Session ids listed at a time."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DECODE = msgspec.json.Decoder()
-
-
-def loads(data: str) -> Any:
-    """`json.loads(data)`: decoded by msgspec (twice as fast) where it decodes alike.
-
-    msgspec refuses what only Python's `json` takes (NaN and infinities, lone surrogates,
-    bytes in UTF-16 or UTF-32): those rows, and bad ones, are left to `json.loads`.
-    """
-    try:
-        return _DECODE.decode(data)
-    except (msgspec.DecodeError, TypeError, UnicodeEncodeError):
-        return json.loads(data)
 
 
 class Place(NamedTuple):
@@ -73,7 +59,7 @@ def decoded(rows: list[tuple[int, str]], place: Place, skipped: list[Problem] | 
     items: list[Any] = []
     for row_id, data in rows:
         try:
-            items.append(loads(data))
+            items.append(json_loads(data))
         except (json.JSONDecodeError, TypeError) as error:
             where = Place(place.session_id, (place.item or 0) + len(items))
             reason = f"message row {row_id} cannot be decoded: {error}"

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from turnstore.errors import InvalidInput
+from turnstore.records.base import json_loads
 from turnstore.records.memory import MemoryVector
 
 _FIELD = re.compile(r"[A-Za-z0-9_.-]+")
@@ -32,8 +33,8 @@ def encode_value(value: Mapping[str, Any]) -> str:
 
 
 def decode_value(text: str) -> dict[str, Any]:
-    """A stored value read back."""
-    value: dict[str, Any] = json.loads(text)
+    """A stored value read back, as `json.loads` reads it (NaN and infinities included)."""
+    value: dict[str, Any] = json_loads(text)
     return value
 
 

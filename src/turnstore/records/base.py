@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Annotated, Any, NamedTuple, TypeVar
 
@@ -58,6 +59,16 @@ def _decoder(type_: Any) -> msgspec.json.Decoder[Any]:
             if decoder is None:
                 decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
     return decoder
+
+
+def json_loads(data: str | bytes) -> Any:
+    """What `json.loads(data)` returns, decoded by msgspec (about twice as fast) wherever the
+    two decode alike. What msgspec refuses and Python's `json` takes (NaN and infinities, lone
+    surrogates, UTF-16 or UTF-32 bytes), and JSON neither takes, is left to `json.loads`."""
+    try:
+        return _decoder(Any).decode(data)
+    except (msgspec.DecodeError, TypeError, UnicodeEncodeError):
+        return json.loads(data)
 
 
 def encode_json(value: object) -> bytes:
