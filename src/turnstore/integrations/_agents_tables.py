@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from turnstore.errors import CorruptRecord, InvalidInput
-from turnstore.records.base import json_loads
+from turnstore.seam import json_loads
 
 PAGE = 1000
 """Items read (and written) at a time."""

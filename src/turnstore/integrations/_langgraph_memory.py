@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 
 from turnstore.errors import InvalidInput
-from turnstore.records.base import json_loads
 from turnstore.records.memory import MemoryVector
+from turnstore.seam import json_loads
 
 _FIELD = re.compile(r"[A-Za-z0-9_.-]+")
 """A filter's field name, as LangGraph's `SqliteStore` accepts them (and its tests ask)."""
