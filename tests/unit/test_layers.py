@@ -110,6 +110,8 @@ ENTRY_POINTS = (
     "turnstore.cli.__main__",
     "turnstore.server",
     "turnstore.integrations",
+    "turnstore.testing",
+    "turnstore.testing.langgraph_store",
 )
 """Public modules besides `PUBLIC`: `python -m` targets and the packages of parts built on top."""
 
@@ -224,6 +226,7 @@ LAYERS = (
     ("turnstore.faces",),
     ("turnstore", "turnstore.attachments", "turnstore.transfer", "turnstore.seam"),
     ("turnstore.integrations", "turnstore.cli", "turnstore.server", "turnstore.__main__"),
+    ("turnstore.testing",),  # suites a store of any origin runs; nothing of turnstore's in them
 )
 """The house from the floor up (docs/architecture.md): a module imports its own layer and the
 layers below it, never one above; every package of turnstore has a layer."""

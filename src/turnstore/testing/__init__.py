@@ -1,0 +1,1 @@
+"""Test suites any implementation of a contract turnstore meets can run against itself."""
