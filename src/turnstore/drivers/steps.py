@@ -16,6 +16,7 @@ Either way a refusal is one log line (`turnstore.store`).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -39,6 +40,9 @@ class Read(Generic[T]):
     """Run a transaction script in a read snapshot."""
 
     work: Callable[[Tx], T]
+    single: bool = False
+    """The script is expected to run one statement: a backend may run it without a
+    transaction of its own (`Engine.read`), and again in one if it needs more."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +79,10 @@ Steps = Generator[Step, Any, T]
 """An operation: yields steps, receives their results, returns the public value."""
 
 
-def read(work: Callable[[Tx], T]) -> Steps[T]:
-    """A read step, typed: use as `value = yield from read(script)`."""
-    value: T = yield Read(work)
+def read(work: Callable[[Tx], T], *, single: bool = False) -> Steps[T]:
+    """A read step, typed: use as `value = yield from read(script)`; `single` for a script
+    expected to run one statement (see `Read.single`)."""
+    value: T = yield Read(work, single)
     return value
 
 
@@ -201,7 +206,7 @@ class BlockingDriver(_Driver):
                 error = None
                 try:
                     if isinstance(step, Read):
-                        value = self.engine.read(step.work)
+                        value = self.engine.read(step.work, single=step.single)
                     elif isinstance(step, Call):
                         value = step.work(self.engine)
                     elif isinstance(step, Origin):
@@ -258,7 +263,7 @@ class AsyncDriver(_Driver):
                 error = None
                 try:
                     if isinstance(step, Read):
-                        value = await self._read(loop, step.work)
+                        value = await self._read(loop, step.work, step.single)
                     elif isinstance(step, Call):
                         value = await asyncio.to_thread(step.work, self.engine)
                     elif isinstance(step, Origin):
@@ -275,9 +280,12 @@ class AsyncDriver(_Driver):
             result: T = done.value
             return result
 
-    async def _read(self, loop: asyncio.AbstractEventLoop, work: Callable[[Tx], T]) -> T:
+    async def _read(
+        self, loop: asyncio.AbstractEventLoop, work: Callable[[Tx], T], single: bool = False
+    ) -> T:
+        read = functools.partial(self.engine.read, work, single=single)
         try:
-            future = loop.run_in_executor(self._readers, self.engine.read, work)
+            future = loop.run_in_executor(self._readers, read)
         except RuntimeError:
             # The read pool shuts down in close(); a call that raced it sees a closed store.
             raise StoreClosed("the store is closed") from None

@@ -234,7 +234,7 @@ def delete_sessions(session_ids: Sequence[str]) -> Steps[bool]:
 def load_state(scope: str, key: str) -> Steps[Any]:
     """Load one middleware state value, or None."""
     scope, key = text(scope, "scope"), text(key, "key")
-    return (yield from read(lambda tx: checkpoints.load_state(tx, scope, key)))
+    return (yield from read(lambda tx: checkpoints.load_state(tx, scope, key), single=True))
 
 
 MAX_STATE_SCOPES = 1000
@@ -247,7 +247,7 @@ def load_states(scopes: Sequence[str], key: str) -> Steps[dict[str, Any]]:
     if len(checked) > MAX_STATE_SCOPES:
         raise InvalidInput(f"load_states reads at most {MAX_STATE_SCOPES} scopes at once")
     key = text(key, "key")
-    return (yield from read(lambda tx: checkpoints.load_states(tx, checked, key)))
+    return (yield from read(lambda tx: checkpoints.load_states(tx, checked, key), single=True))
 
 
 MAX_SESSION_STATES = 10_000
@@ -270,7 +270,8 @@ def load_session_states(
         raise InvalidInput(f"load_session_states reads at most {MAX_SESSION_STATES} at once")
     return (
         yield from read(
-            lambda tx: checkpoints.load_session_states(tx, id_range, key, checked_after, limit)
+            lambda tx: checkpoints.load_session_states(tx, id_range, key, checked_after, limit),
+            single=True,
         )
     )
 
@@ -278,7 +279,7 @@ def load_session_states(
 def load_state_scope(scope: str) -> Steps[dict[str, Any]]:
     """Load every middleware state value of one scope, by key."""
     scope = text(scope, "scope")
-    return (yield from read(lambda tx: checkpoints.load_state_scope(tx, scope)))
+    return (yield from read(lambda tx: checkpoints.load_state_scope(tx, scope), single=True))
 
 
 def save_state(

@@ -119,7 +119,9 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
     """
     checked = _checked(call)
     reads = checked.gets or checked.searches or checked.namespaces
-    answer = (yield from read(lambda tx: _read(tx, checked))) if reads else MemoryAnswer([], [], [])
+    answer = MemoryAnswer([], [], [])
+    if reads:
+        answer = yield from read(lambda tx: _read(tx, checked), single=_one_statement(checked))
     touched = _refreshed(checked, answer)
     if touched and not checked.writes and cast(Engine, (yield from origin())).read_only:
         # A read-only store reads as any other; it cannot restart a time to live.
@@ -128,6 +130,15 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
         writes = [(one, _words(one)) for one in checked.writes]
         yield from write(lambda tx: _write(tx, touched, writes))
     return answer
+
+
+def _one_statement(call: MemoryCall) -> bool:
+    """Whether the reads are likely one statement: one get, one listing, or one search whose
+    first page holds its answer (no words, no vectors). A guess: a read that needs more runs
+    again in a transaction (`read(single=True)`)."""
+    if any(one.query is not None or one.vectors for one in call.searches):
+        return False
+    return len(call.gets) + len(call.searches) + len(call.namespaces) == 1
 
 
 def _words(one: MemoryWrite) -> str | None:

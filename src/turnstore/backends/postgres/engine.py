@@ -23,7 +23,7 @@ from turnstore.backends.postgres.pool import open_pool, prelude
 from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
-from turnstore.engine.protocol import DEFERRED, Dialect, Tx
+from turnstore.engine.protocol import DEFERRED, Dialect, Tx, one_statement_first
 from turnstore.errors import (
     OutcomeUnknown,
     ReadOnlyStore,
@@ -226,13 +226,27 @@ class PostgresEngine:
         """The maintenance calls of this schema."""
         return PostgresUpkeep(self)
 
-    def read(self, work: Callable[[Tx], T]) -> T:
-        """Run `work` in one repeatable-read, read-only transaction."""
+    def read(self, work: Callable[[Tx], T], *, single: bool = False) -> T:
+        """Run `work` in one repeatable-read, read-only transaction; with `single`, first as
+        one autocommitted statement, which saves the transaction's round trip, unless every
+        transaction must begin with the store's prelude (behind a transaction pooler)."""
+        alone = single and self._prelude is None
 
         def transaction() -> T:
             with self._pool.connection() as connection:
-                tx = Tx(connection, POSTGRES)
-                return _pipelined(connection, _READ, self._prelude, lambda: work(tx))
+
+                def begun() -> T:
+                    tx = Tx(connection, POSTGRES)
+                    return _pipelined(connection, _READ, self._prelude, lambda: work(tx))
+
+                if not alone:
+                    return begun()
+                try:
+                    return one_statement_first(connection, lambda c: work(Tx(c, POSTGRES)), begun)
+                except psycopg.OperationalError as error:
+                    if connection.broken:  # before any commit: nothing to lose, so again
+                        raise _Lost(error) from None
+                    raise
 
         return translated(self.options, lambda: self._again_when_lost(transaction))
 

@@ -83,8 +83,9 @@ class SqliteEngine:
         """The maintenance calls of this file."""
         return SqliteUpkeep(self.path, self._readers, read_only=self._writer is None)
 
-    def read(self, work: Callable[[Tx], T]) -> T:
-        """Run `work` in a read transaction on a pooled connection."""
+    def read(self, work: Callable[[Tx], T], *, single: bool = False) -> T:
+        """Run `work` in a read transaction on a pooled connection (`single` changes nothing
+        here: SQLite's BEGIN and COMMIT cost no round trip, and measured as much as none)."""
         return self._readers.read(lambda connection: work(Tx(connection, SQLITE)))
 
     def write(self, work: Callable[[Tx], T]) -> Future[T]:

@@ -1,0 +1,113 @@
+"""PostgreSQL: a read of one statement waits for the server once, outside any transaction.
+
+A read marked `single` (`load_state`, a memory call reading one item, one listing or one
+search's first page) runs as one autocommitted statement on a direct connection: no BEGIN, no
+COMMIT, one round trip instead of two. A read so marked that needs a second statement (a
+search whose filter keeps too few rows of its first page) runs again, whole, in a
+repeatable-read transaction, and answers as one. Behind a transaction pooler every read keeps
+its transaction, which carries the store's schema (`SET LOCAL`). libpq's protocol trace of the
+store's one connection is the proof.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pg_worker import with_params
+
+import turnstore
+from turnstore.records.memory import MemoryCall, MemoryGet, MemoryPut, MemorySearch
+
+NS = ("ada", "notes")
+
+
+@pytest.fixture
+def backend_name() -> str:
+    """Only PostgreSQL: `store_url` gives a fresh schema."""
+    return "postgres"
+
+
+@pytest.fixture
+def store(store_url: str, request: pytest.FixtureRequest) -> Any:
+    if "pooler=transaction" in store_url:
+        pytest.skip("behind a transaction pooler every read keeps its transaction")
+    # One pooled connection (the traced one) and no indexer to share it.
+    url = with_params(store_url, pool_min_size=1, pool_max_size=1)
+    with turnstore.open_blocking(url, index_in_background=False) as opened:
+        yield opened
+
+
+def _traced(store: Any, call: Callable[[], Any]) -> tuple[Any, list[tuple[str, str, str]]]:
+    """What `call` returns, and the messages of the pool's connection while it ran."""
+    pool = store._driver.engine.pool
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace"
+        with path.open("w") as out:
+            with pool.connection() as connection:
+                connection.pgconn.trace(out.fileno())
+            try:
+                answer = call()
+            finally:
+                with pool.connection() as connection:
+                    connection.pgconn.untrace()
+        lines = [line.split("\t") for line in path.read_text().splitlines()]
+    return answer, [(line[1], line[3], "\t".join(line[4:])) for line in lines if len(line) > 3]
+
+
+def _waits(messages: list[tuple[str, str, str]]) -> int:
+    """Switches from the client's messages, ending in one that asks for answers, to the
+    server's: the round trips."""
+    return sum(
+        1
+        for (sender, kind, _), (answerer, _, _) in itertools.pairwise(messages)
+        if sender == "F" and answerer == "B" and kind in ("Sync", "Flush", "Query")
+    )
+
+
+def _begun(messages: list[tuple[str, str, str]]) -> bool:
+    """Whether a BEGIN was sent as text (a statement psycopg prepared is sent by its name)."""
+    return any(sender == "F" and "BEGIN" in text for sender, _, text in messages)
+
+
+def _put(key: str, value: str) -> MemoryPut:
+    return MemoryPut(NS, key, value, None, "ada")
+
+
+def test_a_state_read_and_a_memory_get_take_one_round_trip_and_no_transaction(store):
+    store.save_state("scope", "key", {"v": 1})
+    store.memory.run(MemoryCall(writes=(_put("k", '{"n": 1}'),)))
+    for _ in range(6):  # past psycopg's threshold for preparing statements
+        store.load_state("scope", "key")
+    value, messages = _traced(store, lambda: store.load_state("scope", "key"))
+    assert value == {"v": 1}
+    assert _waits(messages) == 1  # a transaction's COMMIT would be a second
+    answer, messages = _traced(
+        store, lambda: store.memory.run(MemoryCall(gets=(MemoryGet(NS, "k"),)))
+    )
+    assert answer.gets[0] is not None
+    assert answer.gets[0].value_json == '{"n": 1}'
+    assert _waits(messages) == 1
+
+
+def test_a_single_read_that_needs_a_second_statement_runs_again_in_a_transaction(store):
+    store.memory.run(MemoryCall(writes=tuple(_put(f"k{n}", f'{{"n": {n}}}') for n in range(7))))
+
+    def odd(row: Any) -> bool:
+        return '"n": 1' in row.value_json or '"n": 3' in row.value_json
+
+    search = MemorySearch(NS, keep=odd, limit=10, page=2)
+    answer, messages = _traced(store, lambda: store.memory.run(MemoryCall(searches=(search,))))
+    assert [found.row.key for found in answer.searches[0]] == ["k3", "k1"]
+    assert _begun(messages)  # the second page asked for a transaction: read again in one
+    assert any("REPEATABLE READ" in text for _, _, text in messages)
+    # Two reads marked single in one batch are not one statement: one transaction, at once.
+    gets = (MemoryGet(NS, "k1"), MemoryGet(NS, "k2"))
+    answer, messages = _traced(store, lambda: store.memory.run(MemoryCall(gets=gets)))
+    assert [row.key for row in answer.gets] == ["k1", "k2"]
+    sent = [text for sender, kind, text in messages if sender == "F" and kind in ("Parse", "Query")]
+    assert "BEGIN" in sent[0], sent  # no first try as one statement
