@@ -111,3 +111,15 @@ def test_a_single_read_that_needs_a_second_statement_runs_again_in_a_transaction
     assert [row.key for row in answer.gets] == ["k1", "k2"]
     sent = [text for sender, kind, text in messages if sender == "F" and kind in ("Parse", "Query")]
     assert "BEGIN" in sent[0], sent  # no first try as one statement
+
+
+def test_a_single_read_that_streams_runs_in_a_transaction(store):
+    """A cursor declared in SQL (`Tx.stream`) lives in a transaction only: such a read is
+    never tried as one autocommitted statement."""
+    engine = store._driver.engine
+    rows = engine.read(lambda tx: list(tx.stream("SELECT n FROM generate_series(1, 3) AS n")))
+    assert [row[0] for row in rows] == [1, 2, 3]
+    single = engine.read(
+        lambda tx: list(tx.stream("SELECT n FROM generate_series(1, 3) AS n")), single=True
+    )
+    assert [row[0] for row in single] == [1, 2, 3]

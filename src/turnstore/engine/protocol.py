@@ -291,7 +291,8 @@ class _OneStatement:
         self._used = False
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        if self._used:
+        # A cursor declared in SQL (`Tx.stream` on PostgreSQL) lives in a transaction only.
+        if self._used or sql.startswith("DECLARE"):
             raise _MoreThanOne
         self._used = True
         return self._connection.execute(sql, params)
