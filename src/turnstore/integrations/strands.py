@@ -153,15 +153,10 @@ class TurnstoreSessionRepository(Closes, SessionRepository):
         """
         incarnation = record.get("incarnation")
         expected = [(tid, INCARNATION_KEY, incarnation)]
-        writes = [*state, (tid, SESSION_KEY, record)]
         if incarnation is None:  # a session created before incarnations: it gets one now
             record = {**record, "incarnation": records.new_incarnation()}
-            expected = []
-            writes = [
-                *state,
-                (tid, SESSION_KEY, record),
-                (tid, INCARNATION_KEY, record["incarnation"]),
-            ]
+            expected, state = [], [*state, (tid, INCARNATION_KEY, record["incarnation"])]
+        writes = [*state, (tid, SESSION_KEY, record)]
         try:
             self.store.append_context(
                 tid, items, None, record["sequence"] - 1, writes, kind=KIND, expected_state=expected
