@@ -151,13 +151,21 @@ async def test_vectors_are_replaced_by_a_put_that_carries_them_and_deleted_with_
     assert database.count("memory_vectors") == 0
 
 
-async def test_a_put_over_an_expired_item_creates_it_anew_without_its_vectors(store, database):
+@pytest.mark.parametrize("lone", [False, True], ids=["batched", "lone"])
+async def test_a_put_over_an_expired_item_creates_it_anew_without_its_vectors(
+    store, database, lone
+):
     """Expired but not yet swept, an item is gone: a put over it keeps none of its vectors,
-    as it keeps none of its creation time, even one that gives no vectors of its own."""
+    as it keeps none of its creation time, even one that gives no vectors of its own. A lone
+    put without vectors is one statement on PostgreSQL (`Write.single`), which drops them."""
     await write(store, put(NS, "doc", ttl_ms=50, vectors=(MemoryVector("text", _unit(1, 0)),)))
     await write(store, put(NS, "kept", vectors=(MemoryVector("text", _unit(0, 1)),)))
     await asyncio.sleep(0.2)
-    await write(store, put(NS, "doc"), put(NS, "kept"))
+    if lone:
+        await write(store, put(NS, "doc"))
+        await write(store, put(NS, "kept"))
+    else:
+        await write(store, put(NS, "doc"), put(NS, "kept"))
     search = MemoryCall(searches=(MemorySearch(NS, vectors=True),))
     found = {one.row.key: one.vectors for one in (await store.memory.run(search)).searches[0]}
     assert found["doc"] == ()

@@ -33,12 +33,12 @@ def test_a_blocking_save_commits_in_the_callers_thread(store_url: str) -> None:
     threads: set[int] = set()
     run = engine.write_blocking
 
-    def noting(work: Callable[[Any], Any]) -> Any:
+    def noting(work: Callable[[Any], Any], *, single: bool = False) -> Any:
         def noted(tx: Any) -> Any:
             threads.add(threading.get_ident())
             return work(tx)
 
-        return run(noted)
+        return run(noted, single=single)
 
     engine.write_blocking = noting
     try:
@@ -59,14 +59,14 @@ def test_close_waits_for_a_blocking_write_in_flight(store_url: str) -> None:
     inside, release = threading.Event(), threading.Event()
     run = engine.write_blocking
 
-    def held(work: Callable[[Any], Any]) -> Any:
+    def held(work: Callable[[Any], Any], *, single: bool = False) -> Any:
         def wait_inside(tx: Any) -> Any:
             result = work(tx)
             inside.set()
             release.wait(10)
             return result
 
-        return run(wait_inside)
+        return run(wait_inside, single=single)
 
     engine.write_blocking = held
     failures: list[BaseException] = []

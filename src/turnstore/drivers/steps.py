@@ -50,6 +50,9 @@ class Write(Generic[T]):
     """Run a transaction script in a write transaction; its result comes after COMMIT."""
 
     work: Callable[[Tx], T]
+    single: bool = False
+    """The script runs one statement, and running it twice leaves what running it once does:
+    a backend may run it without a transaction of its own (`Engine.write`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +89,10 @@ def read(work: Callable[[Tx], T], *, single: bool = False) -> Steps[T]:
     return value
 
 
-def write(work: Callable[[Tx], T]) -> Steps[T]:
-    """A write step, typed: use as `value = yield from write(script)`."""
-    value: T = yield Write(work)
+def write(work: Callable[[Tx], T], *, single: bool = False) -> Steps[T]:
+    """A write step, typed: use as `value = yield from write(script)`; `single` for a script
+    of one idempotent statement (see `Write.single`)."""
+    value: T = yield Write(work, single)
     return value
 
 
@@ -214,7 +218,7 @@ class BlockingDriver(_Driver):
                     elif isinstance(step, Pause):
                         value = step.blocking()
                     else:
-                        value = self.engine.write_blocking(step.work)
+                        value = self.engine.write_blocking(step.work, single=step.single)
                 except BaseException as failed:
                     error = failed
         except StopIteration as done:
@@ -273,7 +277,8 @@ class AsyncDriver(_Driver):
                     else:
                         # Cancelling the caller cancels a write still queued; one already
                         # running commits or fails whole.
-                        value = await asyncio.wrap_future(self.engine.write(step.work))
+                        written = self.engine.write(step.work, single=step.single)
+                        value = await asyncio.wrap_future(written)
                 except BaseException as failed:
                     error = failed
         except StopIteration as done:

@@ -167,9 +167,10 @@ class MemoryText(Protocol):
     (read from its value) to forget them, PostgreSQL's vector column goes with its row.
     """
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> bool:
-        """Create or replace an item; `words` (None: not searched by text) index it. True
-        when the item it replaced had expired (and so is created anew)."""
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
+        """Create or replace an item; `words` (None: not searched by text) index it. An item
+        it replaces that had expired is created anew: its vectors go. One statement on a
+        database that can (a put without vectors is a `single` write)."""
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete an item (its vectors with it); an item that is not there is no error."""
@@ -279,6 +280,21 @@ def _statements(cls: type) -> dict[str, str | Query[Any]]:
 
 class _MoreThanOne(Exception):
     """A read run as one statement asked for a second."""
+
+
+class SecondStatement(RuntimeError):
+    """A write run as one statement asked for a second, after its first was committed: the
+    operation that marked it `single` is wrong (a bug, never an answer to bad input)."""
+
+
+def one_statement_only(connection: Any, work: Callable[[Any], T]) -> T:
+    """`work` on a connection that runs one statement, committed by itself (no BEGIN, no
+    COMMIT: one round trip). For writes whose script is one statement by construction; a
+    second raises `SecondStatement` before it is sent."""
+    try:
+        return work(_OneStatement(connection))
+    except _MoreThanOne:
+        raise SecondStatement("a write marked single asked for a second statement") from None
 
 
 class _OneStatement:
@@ -455,15 +471,18 @@ class Engine(Protocol):
         backend may first run it as one statement without a transaction
         (`one_statement_first`)."""
 
-    def write(self, work: Callable[[Tx], T]) -> Future[T]:
-        """Run `work` in a write transaction; the future resolves after COMMIT."""
+    def write(self, work: Callable[[Tx], T], *, single: bool = False) -> Future[T]:
+        """Run `work` in a write transaction; the future resolves after COMMIT. With `single`
+        (one idempotent statement), a backend may run it as one statement without a
+        transaction of its own (`one_statement_only`)."""
 
     @property
     def read_only(self) -> bool:
         """Whether the store was opened read-only (every write raises `ReadOnlyStore`)."""
 
-    def write_blocking(self, work: Callable[[Tx], T]) -> T:
-        """Run `work` in a write transaction, in this thread where the backend can; after COMMIT."""
+    def write_blocking(self, work: Callable[[Tx], T], *, single: bool = False) -> T:
+        """Run `work` in a write transaction, in this thread where the backend can; after COMMIT
+        (`single` as for `write`)."""
 
     def writer_stats(self) -> WriterStats:
         """Return write-path counters."""

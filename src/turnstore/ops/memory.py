@@ -128,8 +128,15 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
         touched = []
     if checked.writes or touched:
         writes = [(one, _words(one)) for one in checked.writes]
-        yield from write(lambda tx: _write(tx, touched, writes))
+        single = not touched and len(writes) == 1 and _one_statement_write(writes[0][0])
+        yield from write(lambda tx: _write(tx, touched, writes), single=single)
     return answer
+
+
+def _one_statement_write(one: MemoryWrite) -> bool:
+    """Whether a write alone is one statement on a database that can make it one (a delete,
+    or a put without vectors: `MemoryText`), which running twice leaves as running once."""
+    return isinstance(one, MemoryDelete) or one.vectors is None
 
 
 def _one_statement(call: MemoryCall) -> bool:
@@ -158,7 +165,8 @@ def _read(tx: Tx, call: MemoryCall) -> MemoryAnswer:
 def _write(
     tx: Tx, touched: list[tuple[str, str]], writes: list[tuple[MemoryWrite, str | None]]
 ) -> None:
-    scripts.refresh(tx, touched)
+    if touched:
+        scripts.refresh(tx, touched)
     scripts.write(tx, writes)
 
 

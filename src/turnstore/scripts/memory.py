@@ -124,8 +124,8 @@ def write(tx: Tx, writes: Iterable[tuple[MemoryWrite, str | None]]) -> None:
         if isinstance(one, MemoryDelete):
             text.delete(tx, *key)
             continue
-        revived = text.put(tx, _insert(one), words)
-        if one.vectors is not None or revived:  # an expired item's vectors went with it
+        text.put(tx, _insert(one), words)
+        if one.vectors is not None:
             tx.run(sql.drop_vectors, key)
         if one.vectors:
             tx.many(sql.add_vector, [VectorInsert(*key, *vector) for vector in one.vectors])

@@ -23,7 +23,13 @@ from turnstore.backends.postgres.pool import open_pool, prelude
 from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
-from turnstore.engine.protocol import DEFERRED, Dialect, Tx, one_statement_first
+from turnstore.engine.protocol import (
+    DEFERRED,
+    Dialect,
+    Tx,
+    one_statement_first,
+    one_statement_only,
+)
 from turnstore.errors import (
     OutcomeUnknown,
     ReadOnlyStore,
@@ -73,6 +79,24 @@ POSTGRES = Dialect(
 
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 """How a read transaction begins: one snapshot for all its statements."""
+
+
+def _alone(connection: psycopg.Connection[Any], work: Callable[[Tx], T]) -> tuple[T, Tx]:
+    """Run `work`, one statement, autocommitted; its result and transaction. A connection lost
+    meanwhile raises `_Lost`: the statement may have committed, and running it again leaves
+    what running it once does (what `single` promises)."""
+    ran: list[Tx] = []
+
+    def one(proxy: Any) -> T:
+        ran.append(Tx(proxy, POSTGRES))
+        return work(ran[0])
+
+    try:
+        return one_statement_only(connection, one), ran[0]
+    except psycopg.OperationalError as error:
+        if connection.broken:
+            raise _Lost(error) from None
+        raise
 
 
 class _Lost(Exception):
@@ -275,18 +299,18 @@ class PostgresEngine:
         # Raised outside the `except` block, so the driver's error is not its context.
         raise failure
 
-    def write(self, work: Callable[[Tx], T]) -> Future[T]:
-        """Run `work` in its own transaction on a writer thread."""
+    def write(self, work: Callable[[Tx], T], *, single: bool = False) -> Future[T]:
+        """Run `work` in its own transaction on a writer thread (`single`: see `_write_now`)."""
         if self._read_only:
             raise ReadOnlyStore("the store was opened read-only")
         try:
             # Read here: the writer thread does not run in the caller's context.
-            return self._writes.submit(self._write_now, work, DEFERRED.get())
+            return self._writes.submit(self._write_now, work, DEFERRED.get(), single)
         except RuntimeError:
             # The writer pool shuts down in close(); a call that raced it sees a closed store.
             raise StoreClosed("the store is closed") from None
 
-    def write_blocking(self, work: Callable[[Tx], T]) -> T:
+    def write_blocking(self, work: Callable[[Tx], T], *, single: bool = False) -> T:
         """Run `work` in its own transaction in this thread; return after its COMMIT.
 
         No thread hop: a blocking caller waits for the server either way, and handing the
@@ -300,20 +324,31 @@ class PostgresEngine:
                 raise StoreClosed("the store is closed")
             self._in_callers += 1
         try:
-            return self._write_now(work, DEFERRED.get())
+            return self._write_now(work, DEFERRED.get(), single)
         finally:
             with self._counter:
                 self._in_callers -= 1
                 if self._in_callers == 0:
                     self._callers.notify_all()
 
-    def _write_now(self, work: Callable[[Tx], T], deferred: bool = False) -> T:
+    def _write_now(
+        self, work: Callable[[Tx], T], deferred: bool = False, single: bool = False
+    ) -> T:
+        """Run `work` in a transaction; with `single` (one idempotent statement), as that
+        statement alone, committed by itself: one round trip instead of two. Not behind a
+        transaction pooler (each transaction begins with the prelude) nor for a deferred
+        write (its transaction sets `synchronous_commit`)."""
+        alone = single and self._prelude is None and not deferred
+
         def transaction() -> T:
             with self._pool.connection() as connection:
-                tx = Tx(connection, POSTGRES)
-                result = _pipelined(
-                    connection, "BEGIN", self._prelude, lambda: work(tx), deferred=deferred
-                )
+                if alone:
+                    result, tx = _alone(connection, work)
+                else:
+                    tx = Tx(connection, POSTGRES)
+                    result = _pipelined(
+                        connection, "BEGIN", self._prelude, lambda: work(tx), deferred=deferred
+                    )
             # COMMIT returned. The notification goes out from another connection (see
             # `watch`), never inside the transaction.
             if tx.event_sessions:

@@ -38,13 +38,16 @@ class ItemRow(NamedTuple):
 class TsvectorMemorySql(Statements):
     """Statements of memory's writes on PostgreSQL (the query is built per query)."""
 
-    # An item put over one that expired (not yet swept) is created anew. The replaced row as
-    # the statement's snapshot holds it (`held`) says whether it had expired, at the put's own
-    # instant, which the put returns (NULL for a new item).
+    # An item put over one that expired (not yet swept) is created anew, its vectors gone.
+    # The replaced row as the statement's snapshot holds it (`held`) says whether it had
+    # expired, at the put's own instant. One statement: a put without vectors is a single
+    # write (`Write.single`).
     put = (
         "WITH held AS (SELECT expires_at_ms <= "
         + _PUT_NOW
-        + " AS expired FROM memory_items WHERE namespace = ? AND item_key = ?) "
+        + " AS expired FROM memory_items WHERE namespace = ? AND item_key = ?),"
+        " dropped AS (DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
+        " AND (SELECT expired FROM held)) "
         + insert(
             ItemRow,
             "memory_items",
@@ -53,7 +56,7 @@ class TsvectorMemorySql(Statements):
             " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
             " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
             " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms,"
-            " words = excluded.words RETURNING (SELECT expired FROM held)",
+            " words = excluded.words",
             set_={"expires_at_ms": f"{_PUT_NOW} + ?", "words": "to_tsvector('simple', ?)"},
             created_at_ms=_PUT_NOW,
             updated_at_ms=_PUT_NOW,
@@ -69,10 +72,10 @@ class TsvectorMemorySql(Statements):
 class TsvectorMemoryText:
     """PostgreSQL's `MemoryText`: the vector is written, and goes, with its row."""
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> bool:
-        """Write the item with the vector of its words; True when it replaced an expired one."""
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
+        """Write the item with the vector of its words, in one statement."""
         held = (row.namespace, row.item_key)
-        return bool(tx.value(tx.sql(TsvectorMemorySql).put, (*held, *ItemRow(*row, words=words))))
+        tx.run(tx.sql(TsvectorMemorySql).put, (*held, *held, *ItemRow(*row, words=words)))
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete the item (its vectors cascade)."""

@@ -88,12 +88,14 @@ class SqliteEngine:
         here: SQLite's BEGIN and COMMIT cost no round trip, and measured as much as none)."""
         return self._readers.read(lambda connection: work(Tx(connection, SQLITE)))
 
-    def write(self, work: Callable[[Tx], T]) -> Future[T]:
-        """Queue `work` for the writer's next group commit."""
+    def write(self, work: Callable[[Tx], T], *, single: bool = False) -> Future[T]:
+        """Queue `work` for the writer's next group commit (`single` changes nothing here: a
+        write joins the group commit's transaction)."""
         return self._write(work, queued=True)
 
-    def write_blocking(self, work: Callable[[Tx], T]) -> T:
-        """Run `work` in this thread when no other write is pending, else in the group commit."""
+    def write_blocking(self, work: Callable[[Tx], T], *, single: bool = False) -> T:
+        """Run `work` in this thread when no other write is pending, else in the group commit
+        (`single` changes nothing here)."""
         return self._write(work, queued=False).result()
 
     def _write(self, work: Callable[[Tx], T], *, queued: bool) -> Future[T]:

@@ -82,6 +82,7 @@ class Fts5MemorySql(Statements):
         " WHERE namespace = ? AND item_key = ?",
         Held._make,
     )
+    drop_vectors = "DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
     delete = Query(
         "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
         " RETURNING item_id, value_json, text_indexed",
@@ -122,19 +123,20 @@ def _forgotten(gone: Sequence[Gone]) -> list[list[object]]:
 class Fts5MemoryText:
     """SQLite's `MemoryText`: FTS5 is handed an item's words to add it and to forget it."""
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> bool:
+    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
         """Write the item; FTS5 forgets the words of the item it replaces and adds its own
-        (nothing, when they are the same words). True when it replaced an expired item."""
+        (nothing, when they are the same words). An expired item replaced loses its vectors."""
         sql = tx.sql(Fts5MemorySql)
         held = tx.rows(sql.held, (row.namespace, row.item_key))
         expired = bool(held) and bool(held[0].expired)
         item_id = tx.value(sql.put, (*ItemRow(*row, text_indexed=words is not None), expired))
+        if expired:
+            tx.run(sql.drop_vectors, (row.namespace, row.item_key))
         changes = _forgotten(
             [Gone(one.item_id, one.value_json or "", one.text_indexed) for one in held]
         )
         if not (changes and changes[0][2] == words):
             _change(tx, changes + ([[None, item_id, words]] if words is not None else []))
-        return expired
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete the item (its vectors cascade) and forget its words."""
