@@ -173,6 +173,39 @@ async def test_a_put_over_an_expired_item_creates_it_anew_without_its_vectors(
     assert database.count("memory_vectors") == 1
 
 
+@pytest.mark.parametrize("lone", [False, True], ids=["batched", "lone"])
+async def test_a_put_sets_the_owner_it_gives_and_keeps_an_unchanged_one(store, database, lone):
+    """The owner is what the latest put gave, a new one or none; a put that keeps it is a
+    write of the item alone (SQLite leaves the owner's index untouched)."""
+
+    def owned(owner: str | None) -> MemoryPut:
+        return put(NS, "doc")._replace(owner_id=owner)
+
+    async def written(*writes: MemoryPut) -> None:
+        if lone:
+            for one in writes:
+                await write(store, one)
+        else:
+            await write(store, *writes)
+
+    def owners() -> list[tuple[str, Any]]:
+        return [
+            (key, owner)
+            for key, owner in database.query("SELECT item_key, owner_id FROM memory_items")
+        ]
+
+    await written(owned("olive"), put(NS, "other"))
+    assert sorted(owners()) == [("doc", "olive"), ("other", "olive")]
+    await written(owned("ada"))
+    assert sorted(owners()) == [("doc", "ada"), ("other", "olive")]
+    await written(owned(None))
+    assert sorted(owners()) == [("doc", None), ("other", "olive")]
+    await written(owned("ada"), owned("bob"))  # the last write of the batch wins
+    assert sorted(owners()) == [("doc", "bob"), ("other", "olive")]
+    await written(owned("bob"))
+    assert sorted(owners()) == [("doc", "bob"), ("other", "olive")]
+
+
 def _unit(*components: float) -> bytes:
     return array("f", components).tobytes()
 

@@ -48,13 +48,15 @@ class Gone(NamedTuple):
 
 
 class Held(NamedTuple):
-    """The item a put replaces: what FTS5 needs to forget it, and whether it had expired."""
+    """The item a put replaces: what FTS5 needs to forget it, whether it had expired, and its
+    owner."""
 
     item_id: int
     value_json: str | None
     """Read only when FTS5 holds the item's words."""
     text_indexed: bool
     expired: bool
+    owner_id: str | None
 
 
 class Fts5MemorySql(Statements):
@@ -64,8 +66,11 @@ class Fts5MemorySql(Statements):
         ItemRow,
         "memory_items",
         # An item put over one that expired (not yet swept) is created anew: whether it had
-        # is `held`'s answer, passed in, so the put and its caller's vectors agree on it.
-        " ON CONFLICT (namespace, item_key) DO UPDATE SET owner_id = excluded.owner_id,"
+        # is `held`'s answer, passed in, so the put and its caller's vectors agree on it. The
+        # owner is set apart (`owner`), only when it changes: SQLite rewrites an index entry
+        # of every column an UPDATE assigns, changed or not, and the owner's index page
+        # would be one more page for each put to write and sync.
+        " ON CONFLICT (namespace, item_key) DO UPDATE SET"
         " created_at_ms = CASE WHEN ?"
         " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
         " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
@@ -78,10 +83,11 @@ class Fts5MemorySql(Statements):
     # The value only of an item FTS5 holds: a put over one it does not reads none.
     held = Query(
         "SELECT item_id, CASE WHEN text_indexed THEN value_json END, text_indexed,"
-        " COALESCE(expires_at_ms <= {now_ms}, 0) FROM memory_items"
+        " COALESCE(expires_at_ms <= {now_ms}, 0), owner_id FROM memory_items"
         " WHERE namespace = ? AND item_key = ?",
         Held._make,
     )
+    owner = "UPDATE memory_items SET owner_id = ? WHERE item_id = ?"
     drop_vectors = "DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
     delete = Query(
         "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
@@ -132,6 +138,8 @@ class Fts5MemoryText:
         item_id = tx.value(sql.put, (*ItemRow(*row, text_indexed=words is not None), expired))
         if expired:
             tx.run(sql.drop_vectors, (row.namespace, row.item_key))
+        if held and held[0].owner_id != row.owner_id:
+            tx.run(sql.owner, (row.owner_id, item_id))
         changes = _forgotten(
             [Gone(one.item_id, one.value_json or "", one.text_indexed) for one in held]
         )
