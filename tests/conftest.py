@@ -45,6 +45,7 @@ FRAMEWORK_TESTS = {
         "test_conversations.py",
         "test_langgraph_store_words.py",
         "test_langgraph_store_contract.py",
+        "test_langgraph_crash_modes.py",
     ),
     "agents": ("test_agents_sdk_session.py", "test_agents_sdk_move.py"),
     "google.adk": ("test_adk_state_values.py", "test_adk_move.py", "test_adk_move_cli.py"),
