@@ -27,7 +27,7 @@ from _pg_worker import with_params
 
 import turnstore
 from conftest import postgres_connection
-from turnstore.engine.protocol import SecondStatement
+from turnstore.engine.single import SecondStatement
 from turnstore.records.memory import (
     MemoryCall,
     MemoryDelete,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from turnstore.records.base import WriterStats
 
@@ -278,58 +278,6 @@ def _statements(cls: type) -> dict[str, str | Query[Any]]:
     }
 
 
-class _MoreThanOne(Exception):
-    """A read run as one statement asked for a second."""
-
-
-class SecondStatement(RuntimeError):
-    """A write run as one statement asked for a second, after its first was committed: the
-    operation that marked it `single` is wrong (a bug, never an answer to bad input)."""
-
-
-def one_statement_only(connection: Any, work: Callable[[Any], T]) -> T:
-    """`work` on a connection that runs one statement, committed by itself (no BEGIN, no
-    COMMIT: one round trip). For writes whose script is one statement by construction; a
-    second raises `SecondStatement` before it is sent."""
-    try:
-        return work(_OneStatement(connection))
-    except _MoreThanOne:
-        raise SecondStatement("a write marked single asked for a second statement") from None
-
-
-class _OneStatement:
-    """A connection that runs one statement and refuses any other."""
-
-    __slots__ = ("_connection", "_used")
-
-    def __init__(self, connection: Any) -> None:
-        self._connection = connection
-        self._used = False
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        # A cursor declared in SQL (`Tx.stream` on PostgreSQL) lives in a transaction only.
-        if self._used or sql.startswith("DECLARE"):
-            raise _MoreThanOne
-        self._used = True
-        return self._connection.execute(sql, params)
-
-    def cursor(self) -> NoReturn:
-        raise _MoreThanOne
-
-
-def one_statement_first(
-    connection: Any, work: Callable[[Any], T], in_transaction: Callable[[], T]
-) -> T:
-    """`work` on a connection that runs one statement, with no transaction begun or ended
-    around it (a statement sees one snapshot by itself; the connection commits each one);
-    if `work` asks for a second statement, `in_transaction()` runs it again, whole. For reads
-    only: what the first try read is dropped, and running a read twice changes nothing."""
-    try:
-        return work(_OneStatement(connection))
-    except _MoreThanOne:
-        return in_transaction()
-
-
 class Tx:
     """One open transaction on a DB-API connection (sqlite3 or psycopg)."""
 
@@ -469,12 +417,12 @@ class Engine(Protocol):
     def read(self, work: Callable[[Tx], T], *, single: bool = False) -> T:
         """Run `work` in a read-only transaction that sees one snapshot; with `single`, a
         backend may first run it as one statement without a transaction
-        (`one_statement_first`)."""
+        (`engine.single.one_statement_first`)."""
 
     def write(self, work: Callable[[Tx], T], *, single: bool = False) -> Future[T]:
         """Run `work` in a write transaction; the future resolves after COMMIT. With `single`
         (one idempotent statement), a backend may run it as one statement without a
-        transaction of its own (`one_statement_only`)."""
+        transaction of its own (`engine.single.one_statement_only`)."""
 
     @property
     def read_only(self) -> bool:

@@ -23,13 +23,8 @@ from turnstore.backends.postgres.pool import open_pool, prelude
 from turnstore.backends.postgres.search import TsvectorSearch
 from turnstore.backends.postgres.upkeep import PostgresUpkeep
 from turnstore.backends.postgres.watch import PostgresWatch
-from turnstore.engine.protocol import (
-    DEFERRED,
-    Dialect,
-    Tx,
-    one_statement_first,
-    one_statement_only,
-)
+from turnstore.engine.protocol import DEFERRED, Dialect, Tx
+from turnstore.engine.single import one_statement_first, one_statement_only
 from turnstore.errors import (
     OutcomeUnknown,
     ReadOnlyStore,
