@@ -960,6 +960,9 @@ PREFIX_RANGES: tuple[tuple[Term, ...], ...] = (
     (("namespace", ">="), ("namespace", "<")),
 )
 KEY: tuple[tuple[Term, ...], ...] = ((("namespace", "="), ("item_key", "=")),)
+SPAN = (MEMORY_PREFIX, UNDER[2], MEMORY_PREFIX, UNDER[1])
+"""The catalog's prefix bounds: one range from the prefix to past the namespaces below it."""
+SPAN_RANGE: tuple[tuple[Term, ...], ...] = ((("namespace", ">="), ("namespace", "<")),)
 
 
 def _after(plans: Plans) -> tuple[Any, ...]:
@@ -993,6 +996,20 @@ MEMORY_CASES = [
         "memory.under",
         lambda plans: (*UNDER, PAGE),
         PREFIX_RANGES,
+    ),
+    _memory_case(
+        "memory-catalog-under-a-prefix",
+        "The memory catalog of a prefix reads the prefix's two key ranges, of live items.",
+        "memory.catalog_under",
+        lambda plans: (*SPAN, PAGE + 1),
+        SPAN_RANGE,
+    ),
+    _memory_case(
+        "memory-catalog-under-a-prefix-after-a-namespace",
+        "Its next page reads the same two key ranges, past the last namespace.",
+        "memory.catalog_under_after",
+        lambda plans: (*SPAN, MEMORY_NAMESPACE, PAGE + 1),
+        SPAN_RANGE,
     ),
     _memory_case(
         "memory-get",

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from turnstore.drivers.steps import AsyncDriver
 from turnstore.ops import memory as memory_ops
-from turnstore.records.memory import MemoryAnswer, MemoryCall
+from turnstore.records.memory import (
+    MemoryAnswer,
+    MemoryCall,
+    MemoryCatalogPage,
+    MemoryCatalogRequest,
+)
 
 
 class MemoryTables:
@@ -23,6 +28,11 @@ class MemoryTables:
         """Run a batch in one transaction: its reads see the store as it was before the
         batch; its writes (the last per item) commit together."""
         return await self._driver.run(memory_ops.run(call))
+
+    async def catalog(self, request: MemoryCatalogRequest) -> MemoryCatalogPage:
+        """One page of the namespaces that hold live items, in order: how many each holds
+        (of `request.owner_id`, if given) and when the newest was written."""
+        return await self._driver.run(memory_ops.catalog(request))
 
     async def sweep(self) -> int:
         """Delete every expired item; how many there were."""

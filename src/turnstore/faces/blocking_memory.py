@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from turnstore.drivers.steps import BlockingDriver
 from turnstore.ops import memory as memory_ops
-from turnstore.records.memory import MemoryAnswer, MemoryCall
+from turnstore.records.memory import (
+    MemoryAnswer,
+    MemoryCall,
+    MemoryCatalogPage,
+    MemoryCatalogRequest,
+)
 
 
 class BlockingMemoryTables:
@@ -20,6 +25,11 @@ class BlockingMemoryTables:
         """Run a batch in one transaction: its reads see the store as it was before the
         batch; its writes (the last per item) commit together."""
         return self._driver.run(memory_ops.run(call))
+
+    def catalog(self, request: MemoryCatalogRequest) -> MemoryCatalogPage:
+        """One page of the namespaces that hold live items, in order: how many each holds
+        (of `request.owner_id`, if given) and when the newest was written."""
+        return self._driver.run(memory_ops.catalog(request))
 
     def sweep(self) -> int:
         """Delete every expired item; how many there were."""

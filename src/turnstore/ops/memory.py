@@ -17,6 +17,8 @@ from turnstore.records.memory import (
     SEPARATOR,
     MemoryAnswer,
     MemoryCall,
+    MemoryCatalogPage,
+    MemoryCatalogRequest,
     MemoryDelete,
     MemoryPut,
     MemoryWrite,
@@ -178,9 +180,25 @@ def _refreshed(call: MemoryCall, answer: MemoryAnswer) -> list[tuple[str, str]]:
     return sorted({(row.namespace, row.key) for row in rows if row.ttl_ms is not None})
 
 
+MAX_CATALOG_PAGE = 1000
+"""The most namespaces one page of the memory catalog holds."""
+
+
+def catalog(request: MemoryCatalogRequest) -> Steps[MemoryCatalogPage]:
+    """One page of the namespaces that hold live items (of one owner, under a prefix)."""
+    optional_identifier(request.owner_id, "owner ID")
+    if not 1 <= _count(request.limit, "a catalog page's limit", low=1) <= MAX_CATALOG_PAGE:
+        raise InvalidInput(f"a catalog page holds at most {MAX_CATALOG_PAGE} namespaces")
+    checked = request._replace(
+        prefix=prefix(request.prefix),
+        after=None if request.after is None else namespace(request.after, "catalog cursor"),
+    )
+    return (yield from read(lambda tx: scripts.catalog(tx, checked), single=True))
+
+
 def sweep() -> Steps[int]:
     """Delete every expired item; how many there were."""
     return (yield from write(scripts.sweep))
 
 
-__all__ = ["MAX_LABEL", "MemoryPut", "namespace", "prefix", "run", "sweep"]
+__all__ = ["MAX_LABEL", "MemoryPut", "catalog", "namespace", "prefix", "run", "sweep"]

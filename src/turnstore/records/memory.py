@@ -141,6 +141,35 @@ class MemoryAnswer(NamedTuple):
     namespaces: list[list[str]]
 
 
+class MemoryCatalogRequest(NamedTuple):
+    """One page of the memory catalog: the namespaces that hold live items, in order.
+
+    `owner_id` keeps only that owner's items (an owner's memories, counted); `prefix` only
+    the namespaces at or below it; `after` is the last namespace of the page before.
+    """
+
+    owner_id: str | None = None
+    prefix: tuple[str, ...] | None = None
+    after: tuple[str, ...] | None = None
+    limit: int = 100
+
+
+class MemoryNamespace(NamedTuple):
+    """A namespace of the memory catalog: how many live items it holds (of the owner asked
+    for, if one was), and when the newest of them was written (Unix milliseconds)."""
+
+    namespace: tuple[str, ...]
+    items: int
+    updated_at_ms: int
+
+
+class MemoryCatalogPage(NamedTuple):
+    """A page of the memory catalog; `next_after` is None on the last page."""
+
+    namespaces: list[MemoryNamespace]
+    next_after: tuple[str, ...] | None
+
+
 def namespace_text(namespace: tuple[str, ...]) -> str:
     """A namespace as stored: its labels joined by `SEPARATOR`."""
     return SEPARATOR.join(namespace)

@@ -16,9 +16,12 @@ from turnstore.engine.protocol import Query, Statements, Tx, insert, select
 from turnstore.records.base import I64_MAX
 from turnstore.records.memory import (
     SEPARATOR,
+    MemoryCatalogPage,
+    MemoryCatalogRequest,
     MemoryDelete,
     MemoryGet,
     MemoryInsert,
+    MemoryNamespace,
     MemoryPut,
     MemoryRow,
     MemorySearch,
@@ -26,6 +29,7 @@ from turnstore.records.memory import (
     MemoryVector,
     MemoryWrite,
     SearchedRow,
+    namespace_of,
     namespace_text,
 )
 from turnstore.rules.search import memory_terms
@@ -73,6 +77,34 @@ def _page(*, under: bool, live: bool, after: bool) -> Query[MemoryRow]:
     return select(MemoryRow, rest, **_ROW)
 
 
+class CatalogRow(NamedTuple):
+    """A namespace of the catalog as read: its stored text, live items, newest update."""
+
+    namespace: str
+    items: int
+    updated_at_ms: int
+
+
+# A prefix's namespaces as one range of the key (the prefix itself up to the character after
+# its separator), then the ones in that range that are below it: a page in the key's order
+# reads the range alone, where `_UNDER`'s two ranges would have the planner walk the index
+# from its start for the order's sake.
+_SPAN = "namespace >= ? AND namespace < ? AND (namespace = ? OR namespace >= ?)"
+
+
+def _catalog(*, owner: bool, under: bool, after: bool) -> Query[CatalogRow]:
+    """A page of namespaces with live items: of one owner (read through the owner's index)
+    or of everyone (in the key's order), under a prefix or everywhere, first or after one."""
+    where = [_LIVE] + (["owner_id = ?"] if owner else []) + ([_SPAN] if under else [])
+    where += ["namespace > ?"] if after else []
+    return Query(
+        "SELECT namespace, COUNT(*), MAX(updated_at_ms) FROM memory_items WHERE "
+        + " AND ".join(where)
+        + " GROUP BY namespace ORDER BY namespace LIMIT ?",
+        CatalogRow._make,
+    )
+
+
 class MemorySql(Statements):
     """The memory tables' statements."""
 
@@ -108,6 +140,15 @@ class MemorySql(Statements):
     all_namespaces_live = (
         f"SELECT DISTINCT namespace FROM memory_items WHERE {_LIVE} ORDER BY namespace"
     )
+    # The catalog's pages: (owner, under, after) in the name, each one of the eight.
+    catalog = _catalog(owner=False, under=False, after=False)
+    catalog_after = _catalog(owner=False, under=False, after=True)
+    catalog_under = _catalog(owner=False, under=True, after=False)
+    catalog_under_after = _catalog(owner=False, under=True, after=True)
+    catalog_owner = _catalog(owner=True, under=False, after=False)
+    catalog_owner_after = _catalog(owner=True, under=False, after=True)
+    catalog_owner_under = _catalog(owner=True, under=True, after=False)
+    catalog_owner_under_after = _catalog(owner=True, under=True, after=True)
 
 
 def _under(prefix: tuple[str, ...]) -> tuple[str, str, str]:
@@ -207,6 +248,26 @@ def namespaces(tx: Tx, prefix: tuple[str, ...] | None, live: bool) -> list[str]:
     if prefix is None:
         return list(tx.values(sql.all_namespaces_live if live else sql.all_namespaces))
     return list(tx.values(sql.namespaces_live if live else sql.namespaces, _under(prefix)))
+
+
+def catalog(tx: Tx, request: MemoryCatalogRequest) -> MemoryCatalogPage:
+    """A page of the namespaces holding live items (of `request.owner_id`, if given)."""
+    sql, params = tx.sql(MemorySql), []
+    name = "catalog" + ("_owner" if request.owner_id is not None else "")
+    params += [request.owner_id] if request.owner_id is not None else []
+    name += "_under" if request.prefix else ""
+    if request.prefix:
+        text, below, past = _under(request.prefix)
+        params += [text, past, text, below]
+    name += "_after" if request.after else ""
+    params += [namespace_text(request.after)] if request.after else []
+    rows = tx.rows(getattr(sql, name), (*params, request.limit + 1))
+    found = [
+        MemoryNamespace(namespace_of(row.namespace), row.items, row.updated_at_ms) for row in rows
+    ]
+    more = len(found) > request.limit
+    page = found[: request.limit]
+    return MemoryCatalogPage(page, page[-1].namespace if more else None)
 
 
 def sweep(tx: Tx) -> int:
