@@ -221,6 +221,10 @@ class Dialect:
     pipelined: bool = False
     """Whether write transactions run in pipeline mode: statements are sent without waiting,
     and only a read of rows (or the commit) waits for the server."""
+    json_equals: Callable[[int], str] | None = None
+    """A condition on `value_json` of `n` (JSON path, text) parameter pairs that holds for a
+    row whose value has each text at each path, and for any row it cannot read as JSON (the
+    exact test comes after it); None where the database cannot read a stored value safely."""
     _tables: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     def format(self, template: str) -> str:

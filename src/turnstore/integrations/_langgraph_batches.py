@@ -17,6 +17,7 @@ from turnstore.integrations._langgraph_memory import (
     keep_row,
     listed,
     similarity,
+    texts_equal,
     unit_vector,
 )
 from turnstore.records.memory import (
@@ -99,17 +100,20 @@ class Plan:
             raise InvalidInput(f"unknown store operation {type(op).__name__}")
 
     def _add_search(self, op: SearchOp) -> None:
-        keep, prefix = keep_row(check_filter(op.filter)), tuple(op.namespace_prefix)
+        checked = check_filter(op.filter)
+        keep, prefix, equals = keep_row(checked), tuple(op.namespace_prefix), texts_equal(checked)
         _page(op.offset, op.limit)
         semantic = bool(op.query) and self.indexing is not None
         if semantic:
             self.queries[len(self.searches)] = str(op.query)
-            search = MemorySearch(prefix, keep, limit=None, vectors=True)
+            search = MemorySearch(prefix, keep, limit=None, vectors=True, equals=equals)
         else:
             # Without an index, a query is the items' words (LangGraph's stores ignore it).
             query = (op.query or None) if self.words else None
             refresh = self._refresh(op.refresh_ttl)
-            search = MemorySearch(prefix, keep, op.offset, op.limit, refresh, query=query)
+            search = MemorySearch(
+                prefix, keep, op.offset, op.limit, refresh, query=query, equals=equals
+            )
         self.searches.append(search)
 
     def _add_put(self, op: PutOp) -> None:

@@ -122,6 +122,33 @@ def _number(value: Any) -> float | None:
         return None
 
 
+_TOP_FIELD = re.compile(r"[A-Za-z0-9_-]{1,255}")
+
+
+def texts_equal(filter: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The conditions of a checked filter the store may test in SQL before `keep_row`: a
+    top-level field equal to a text (plainly or by `$eq` alone). Text equals text only, in
+    JSON as in Python, so a row SQL skips is one the filter refuses."""
+    found = []
+    for key, wanted in filter.items():
+        if isinstance(wanted, Mapping) and list(wanted) == ["$eq"]:
+            wanted = wanted["$eq"]
+        if type(wanted) is str and _TOP_FIELD.fullmatch(key) and _plain(wanted):
+            found.append((key, wanted))
+    return tuple(found)
+
+
+def _plain(text: str) -> bool:
+    """Text a database compares as Python does: UTF-8 without NUL."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def keep_row(filter: Mapping[str, Any]) -> Any:
     """The test a search hands the store: a row's value passes the filter (None: all pass)."""
     if not filter:

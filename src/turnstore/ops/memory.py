@@ -7,6 +7,7 @@ one write transaction when the batch writes (a put, a delete, a time to live res
 
 from __future__ import annotations
 
+import re
 from typing import cast
 
 from turnstore.drivers.steps import Steps, origin, read, write
@@ -26,6 +27,9 @@ from turnstore.records.memory import (
 from turnstore.rules.search import memory_terms, value_words
 from turnstore.rules.validation import identifier, optional_identifier
 from turnstore.scripts import memory as scripts
+
+_TOP_FIELD = re.compile(r"[A-Za-z0-9_-]{1,255}")
+"""A field a search's `equals` names: one name at the top of a value, as filters spell them."""
 
 MAX_LABEL = 255
 """The longest namespace label or key, in characters."""
@@ -97,6 +101,10 @@ def _checked(call: MemoryCall) -> MemoryCall:
     for search in call.searches:
         if search.query is not None:
             memory_terms(search.query)
+        for field, value in search.equals:
+            if not isinstance(field, str) or not _TOP_FIELD.fullmatch(field):
+                raise InvalidInput(f"a search's equal field must be a top-level name: {field!r}")
+            identifier(value, "a search's equal value")
         _count(search.offset, "a search's offset", low=0)
         _count(search.page, "a search's page", low=1)
         if search.limit is not None:

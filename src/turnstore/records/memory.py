@@ -78,7 +78,8 @@ class MemorySearch(NamedTuple):
 
     With `vectors`, rows come with their stored vectors; `refresh` restarts the time to live
     of the items it gives. With `query` (words and "phrases", as `store.search` reads them),
-    only items put with `text` whose words match, best match first.
+    only items put with `text` whose words match, best match first. `equals` narrows what is
+    read to the rows that can pass `keep`.
     """
 
     prefix: tuple[str, ...]
@@ -89,6 +90,9 @@ class MemorySearch(NamedTuple):
     vectors: bool = False
     page: int = 256
     query: str | None = None
+    equals: tuple[tuple[str, str], ...] = ()
+    """(field, text) pairs that every item `keep` keeps holds at the top of its value: the
+    database may skip other rows before `keep`, which stays the exact test."""
 
 
 class SearchedRow(NamedTuple):

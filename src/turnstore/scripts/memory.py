@@ -66,12 +66,13 @@ _AFTER_ROW = (
 )
 
 
-def _page(*, under: bool, live: bool, after: bool) -> Query[MemoryRow]:
+def _page(*, under: bool, live: bool, after: bool, narrow: str = "") -> Query[MemoryRow]:
     """A page of a search, newest update first (ties broken by namespace and key, so a page
-    after another starts exactly where it stopped)."""
+    after another starts exactly where it stopped), of the rows `narrow` keeps, if given."""
     where = [_UNDER] if under else []
     where += [_LIVE] if live else []
     where += [_AFTER_ROW] if after else []
+    where += [narrow] if narrow else []
     rest = "FROM memory_items" + (" WHERE " + " AND ".join(where) if where else "")
     rest += " ORDER BY updated_at_ms DESC, namespace DESC, item_key DESC LIMIT ?"
     return select(MemoryRow, rest, **_ROW)
@@ -189,24 +190,54 @@ def search(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
     first `one.offset`, at most `one.limit` of them (all, with `limit` None)."""
     if one.query is not None:
         return _matching(tx, one, live)
-    sql = tx.sql(MemorySql)
     under = _under(one.prefix) if one.prefix else ()
-    name = ("under" if one.prefix else "every") + ("_live" if live else "")
-    first, after = getattr(sql, name), getattr(sql, name + "_after")
+    first, after, narrow = _pages(tx, one, live)
     wanted = None if one.limit is None else one.offset + one.limit
     kept: list[MemoryRow] = []
-    # A read of every kept row (a semantic search scores them all) is one statement.
-    page = one.page if wanted is not None else I64_MAX
-    rows = tx.rows(first, (*under, page))
+    # A read of every kept row (a semantic search scores them all) is one statement. Rows
+    # narrowed in SQL mostly all pass `keep`: a page of as many as wanted mostly suffices.
+    page = one.page
+    if wanted is None:
+        page = I64_MAX
+    elif narrow:
+        page = min(one.page, max(wanted, 1))
+    rows = tx.rows(first, (*under, *narrow, page))
     while rows:
         kept += [row for row in rows if one.keep is None or one.keep(row)]
         if (wanted is not None and len(kept) >= wanted) or len(rows) < page:
             break
         last = rows[-1]
         past = (last.updated_at_ms, last.updated_at_ms, last.namespace, last.namespace, last.key)
-        rows = tx.rows(after, (*under, *past, page))
+        rows = tx.rows(after, (*under, *past, *narrow, page))
     chosen = kept[one.offset : wanted]
     return [SearchedRow(row, ()) for row in chosen] if not one.vectors else _with(tx, one, chosen)
+
+
+def _pages(
+    tx: Tx, one: MemorySearch, live: bool
+) -> tuple[Query[MemoryRow], Query[MemoryRow], tuple[str, ...]]:
+    """A search's first and next pages, and the parameters of the condition narrowing them
+    to the rows whose values hold `one.equals` (none where the database cannot tell)."""
+    sql, equals = tx.sql(MemorySql), tx.dialect.json_equals
+    name = ("under" if one.prefix else "every") + ("_live" if live else "")
+    if not one.equals or equals is None:
+        return getattr(sql, name), getattr(sql, name + "_after"), ()
+    narrow = equals(len(one.equals))
+    pages = [
+        _page(under=bool(one.prefix), live=live, after=after, narrow=narrow)
+        for after in (False, True)
+    ]
+    first, after = (Query(tx.dialect.format(page.sql), page.make) for page in pages)
+    return (
+        first,
+        after,
+        tuple(text for field, value in one.equals for text in (_path(field), value)),
+    )
+
+
+def _path(field: str) -> str:
+    """The JSON path of a top-level field (its name quoted: a hyphen or a leading digit)."""
+    return f'$."{field}"'
 
 
 def _matching(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
