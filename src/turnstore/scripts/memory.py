@@ -222,22 +222,24 @@ def _pages(
     name = ("under" if one.prefix else "every") + ("_live" if live else "")
     if not one.equals or equals is None:
         return getattr(sql, name), getattr(sql, name + "_after"), ()
-    narrow = equals(len(one.equals))
-    pages = [
-        _page(under=bool(one.prefix), live=live, after=after, narrow=narrow)
-        for after in (False, True)
-    ]
-    first, after = (Query(tx.dialect.format(page.sql), page.make) for page in pages)
-    return (
-        first,
-        after,
-        tuple(text for field, value in one.equals for text in (_path(field), value)),
-    )
+    shape = (id(tx.dialect), bool(one.prefix), live, len(one.equals))
+    found = _NARROWED.get(shape)
+    if found is None:
+        narrow = equals(len(one.equals))
+        pages = [
+            _page(under=bool(one.prefix), live=live, after=after, narrow=narrow)
+            for after in (False, True)
+        ]
+        first, after = (Query(tx.dialect.format(page.sql), page.make) for page in pages)
+        found = _NARROWED[shape] = (first, after)
+    texts = tuple(text for field, value in one.equals for text in (f'$."{field}"', value))
+    return (*found, texts)
 
 
-def _path(field: str) -> str:
-    """The JSON path of a top-level field (its name quoted: a hyphen or a leading digit)."""
-    return f'$."{field}"'
+_NARROWED: dict[tuple[int, bool, bool, int], tuple[Query[MemoryRow], Query[MemoryRow]]] = {}
+"""The narrowed pages formatted so far, by dialect (each one object, a module's), prefix or
+none, live items or all, and how many fields they test: a few shapes, each formatted once.
+A field's JSON path quotes its name (a hyphen or a leading digit in it)."""
 
 
 def _matching(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
