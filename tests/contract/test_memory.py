@@ -175,8 +175,8 @@ async def test_a_put_over_an_expired_item_creates_it_anew_without_its_vectors(
 
 @pytest.mark.parametrize("lone", [False, True], ids=["batched", "lone"])
 async def test_a_put_sets_the_owner_it_gives_and_keeps_an_unchanged_one(store, database, lone):
-    """The owner is what the latest put gave, a new one or none; a put that keeps it is a
-    write of the item alone (SQLite leaves the owner's index untouched)."""
+    """The owner is what the latest put gave, a new one or none, alone or in a batch (SQLite
+    sets it apart from the rest of the put, and only when it changes)."""
 
     def owned(owner: str | None) -> MemoryPut:
         return put(NS, "doc")._replace(owner_id=owner)
