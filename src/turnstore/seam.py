@@ -5,8 +5,9 @@ and `borrow`s it: `Shared.store` and `Shared.blocking` are its own async and blo
 on the store's one engine, and closing the `Shared` closes only what the borrow opened.
 Beyond the seam a part uses the public names (`turnstore`, `turnstore.records`,
 `turnstore.events`, `turnstore.errors`) and the checks below, which refuse input as the
-store itself would, before the part's first call, and `json_loads` for a framework's own
-JSON (what `json.loads` returns, faster).
+store itself would, before the part's first call (`top_field_equal`: a memory search's
+condition the store narrows by), and `json_loads` for a framework's own JSON (what
+`json.loads` returns, faster).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from turnstore.faces.shared import Shared, borrow
 from turnstore.records.base import json_loads
 from turnstore.rules.saves import catalog_line
-from turnstore.rules.validation import optional_identifier, validate_session_id
+from turnstore.rules.validation import optional_identifier, top_field_equal, validate_session_id
 
 __all__ = [
     "Shared",
@@ -22,5 +23,6 @@ __all__ = [
     "catalog_line",
     "json_loads",
     "optional_identifier",
+    "top_field_equal",
     "validate_session_id",
 ]

@@ -15,7 +15,7 @@ import msgspec
 
 from turnstore.errors import InvalidInput
 from turnstore.records.memory import MemoryVector
-from turnstore.seam import json_loads
+from turnstore.seam import json_loads, top_field_equal
 
 _FIELD = re.compile(r"[A-Za-z0-9_.-]+")
 """A filter's field name, as LangGraph's `SqliteStore` accepts them (and its tests ask)."""
@@ -122,31 +122,22 @@ def _number(value: Any) -> float | None:
         return None
 
 
-_TOP_FIELD = re.compile(r"[A-Za-z0-9_-]{1,255}")
-
-
 def texts_equal(filter: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The conditions of a checked filter the store may test in SQL before `keep_row`: a
-    top-level field equal to a text (plainly or by `$eq` alone). Text equals text only, in
-    JSON as in Python, so a row SQL skips is one the filter refuses."""
+    top-level field equal to a text (plainly or by `$eq` alone) that the store accepts as one
+    (`top_field_equal`). Text equals text only, in JSON as in Python, so a row SQL skips is
+    one the filter refuses."""
     found = []
     for key, wanted in filter.items():
         if isinstance(wanted, Mapping) and list(wanted) == ["$eq"]:
             wanted = wanted["$eq"]
-        if type(wanted) is str and _TOP_FIELD.fullmatch(key) and _plain(wanted):
-            found.append((key, wanted))
+        if type(wanted) is not str:
+            continue
+        try:
+            found.append(top_field_equal(key, wanted))
+        except InvalidInput:  # a dotted field, or text no database compares as Python does
+            continue
     return tuple(found)
-
-
-def _plain(text: str) -> bool:
-    """Text a database compares as Python does: UTF-8 without NUL."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def keep_row(filter: Mapping[str, Any]) -> Any:

@@ -7,7 +7,6 @@ one write transaction when the batch writes (a put, a delete, a time to live res
 
 from __future__ import annotations
 
-import re
 from typing import cast
 
 from turnstore.drivers.steps import Steps, origin, read, write
@@ -25,11 +24,8 @@ from turnstore.records.memory import (
     MemoryWrite,
 )
 from turnstore.rules.search import memory_terms, value_words
-from turnstore.rules.validation import identifier, optional_identifier
+from turnstore.rules.validation import identifier, optional_identifier, top_field_equal
 from turnstore.scripts import memory as scripts
-
-_TOP_FIELD = re.compile(r"[A-Za-z0-9_-]{1,255}")
-"""A field a search's `equals` names: one name at the top of a value, as filters spell them."""
 
 MAX_LABEL = 255
 """The longest namespace label or key, in characters."""
@@ -102,9 +98,7 @@ def _checked(call: MemoryCall) -> MemoryCall:
         if search.query is not None:
             memory_terms(search.query)
         for field, value in search.equals:
-            if not isinstance(field, str) or not _TOP_FIELD.fullmatch(field):
-                raise InvalidInput(f"a search's equal field must be a top-level name: {field!r}")
-            identifier(value, "a search's equal value")
+            top_field_equal(field, value)
         _count(search.offset, "a search's offset", low=0)
         _count(search.page, "a search's page", low=1)
         if search.limit is not None:
@@ -195,7 +189,7 @@ MAX_CATALOG_PAGE = 1000
 def catalog(request: MemoryCatalogRequest) -> Steps[MemoryCatalogPage]:
     """One page of the namespaces that hold live items (of one owner, under a prefix)."""
     optional_identifier(request.owner_id, "owner ID")
-    if not 1 <= _count(request.limit, "a catalog page's limit", low=1) <= MAX_CATALOG_PAGE:
+    if _count(request.limit, "a catalog page's limit", low=1) > MAX_CATALOG_PAGE:
         raise InvalidInput(f"a catalog page holds at most {MAX_CATALOG_PAGE} namespaces")
     checked = request._replace(
         prefix=prefix(request.prefix),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from turnstore.errors import InvalidInput
@@ -50,6 +51,18 @@ def identifier(value: object, what: str) -> str:
             raise InvalidInput(f"{what} is not UTF-8 text") from None
     # A str subclass could compare or hash unlike the text a database holds.
     return value if type(value) is str else str.__str__(value)
+
+
+_TOP_FIELD = re.compile(r"[A-Za-z0-9_-]{1,255}")
+
+
+def top_field_equal(field: object, value: object) -> tuple[str, str]:
+    """A (field, text) condition a memory search may narrow by (`MemorySearch.equals`): one
+    field name at the top of a value, as filters spell them, and an identifier's text; else
+    `InvalidInput`."""
+    if not isinstance(field, str) or not _TOP_FIELD.fullmatch(field):
+        raise InvalidInput(f"a search's equal field must be a top-level name: {field!r}")
+    return field, identifier(value, "a search's equal value")
 
 
 def optional_identifier(value: object, what: str) -> str | None:
