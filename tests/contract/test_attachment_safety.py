@@ -554,7 +554,7 @@ def test_a_version_2_database_is_migrated_and_its_shared_payload_kept(
         indexes = database.query(
             "SELECT indexname FROM pg_indexes WHERE schemaname = ?", (pg_schema,)
         )
-    assert version == len(sqlite_schema.MIGRATIONS) == len(postgres_schema.MIGRATIONS) == 11
+    assert version == len(sqlite_schema.MIGRATIONS) == len(postgres_schema.MIGRATIONS) == 12
     assert ("attachment_uri_idx",) in indexes
 
 

@@ -1,10 +1,12 @@
 """Contract: memory items searched by their words (`MemorySearch.query`), on both backends.
 
 An item put with `text` is indexed by the words of its value's strings, as a session's item
-is; a query (words, "phrases", `prefix*`) finds the items under a namespace prefix whose words
-match, best match first. A put that replaces an item, a delete and a sweep take its words out
-in the same transaction: on SQLite the FTS5 index is checked to hold exactly the words of the
-items still indexed, after any sequence of writes.
+is: on PostgreSQL in the put, on SQLite after it, by the search indexer or by the next search
+by words, which indexes what is pending first. A query (words, "phrases", `prefix*`) finds
+the items under a namespace prefix whose words match, best match first. A put without
+`text`, a delete and a sweep take an item's words out in their own transaction, even words
+a put left for the indexer to replace: on SQLite the FTS5 index is checked to hold exactly
+the words of the items there, after any sequence of writes.
 """
 
 from __future__ import annotations
@@ -12,21 +14,29 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import turnstore
 from sizes import pick
 from turnstore import InvalidInput
-from turnstore.records.memory import MemoryCall, MemoryDelete, MemoryPut, MemorySearch
+from turnstore.records.memory import (
+    MemoryCall,
+    MemoryDelete,
+    MemoryFindRequest,
+    MemoryPut,
+    MemorySearch,
+)
 
 NS = ("olive", "memories")
 
 
 def put(namespace: tuple[str, ...], key: str, text: str, **options: Any) -> MemoryPut:
-    """A put of `{"text": text}`, indexed by its words unless `text=False`."""
+    """A put of `{"text": text}`, searched by its words unless `indexed=False`."""
     return MemoryPut(
         namespace,
         key,
@@ -75,7 +85,7 @@ async def test_a_query_finds_the_items_whose_words_match_best_first(store):
     assert [one.row.key for one in rows] == ["ferry"]
 
 
-async def test_a_replaced_or_deleted_item_is_found_by_its_new_words_only(store):
+async def test_a_replaced_or_deleted_item_is_found_by_its_new_words_only(store, database):
     await write(store, put(NS, "pet", "a grey cat named Ash"))
     await write(store, put(NS, "pet", "a brown dog named Birch"))
     assert await found(store, "cat") == []
@@ -85,6 +95,19 @@ async def test_a_replaced_or_deleted_item_is_found_by_its_new_words_only(store):
     await write(store, put(NS, "pet", "a parrot"), MemoryDelete(NS, "never-stored"))
     await write(store, MemoryDelete(NS, "pet"))
     assert await found(store, "parrot") == []
+    # Indexed, then put again: on SQLite its old words wait in FTS5 for the indexer to swap
+    # them, and a delete or a put without text forgets them before it does.
+    await write(store, put(NS, "pet", "a quiet owl"))
+    assert await found(store, "owl") == ["pet"]
+    await write(store, put(NS, "pet", "a loud jay"))
+    await write(store, MemoryDelete(NS, "pet"))
+    await write(store, put(NS, "bird", "a quiet owl"))
+    assert await found(store, "owl") == ["bird"]
+    await write(store, put(NS, "bird", "a loud jay"))
+    await write(store, put(NS, "bird", "a loud jay", indexed=False))
+    assert await found(store, "owl") == await found(store, "jay") == []
+    if database.backend == "sqlite":
+        assert _fts5_terms(database.path) == {}
 
 
 async def test_an_expired_item_is_not_found_unless_asked_and_a_sweep_forgets_it(store):
@@ -166,6 +189,59 @@ def test_any_writes_leave_each_word_finding_exactly_the_items_that_hold_it(
             word: sum(word in held for held in model.values())
             for word in {word for held in model.values() for word in held}
         }
+    # Every item put again, then deleted before the indexer ran: nothing is left.
+    memory.run(MemoryCall(writes=tuple(put(NS, key, "fjord") for key in model)))
+    memory.run(MemoryCall(writes=tuple(MemoryDelete(NS, key) for key in KEYS)))
+    if database.backend == "sqlite":
+        assert _fts5_terms(database.path) == {}
+    assert database.count("memory_items") == 0
+
+
+def _pending(database: Any) -> list[tuple[str, bool]]:
+    """Each item's key and whether its words wait for the indexer (SQLite's: PostgreSQL's put
+    indexes them)."""
+    if database.backend != "sqlite":
+        return []
+    rows = database.query("SELECT item_key, words_pending FROM memory_items ORDER BY item_key")
+    return [(key, bool(pending)) for key, pending in rows]
+
+
+async def test_a_put_on_sqlite_leaves_its_words_pending_and_a_search_by_words_indexes_them(
+    store, database
+):
+    if database.backend != "sqlite":
+        pytest.skip("a PostgreSQL put indexes its words itself")
+    await write(store, put(NS, "a", "amber dune"), put(NS, "b", "birch", indexed=False))
+    assert _pending(database) == [("a", True), ("b", False)]
+    assert _fts5_terms(database.path) == {}
+    # A search without a query leaves them; one with a query indexes every pending item.
+    assert len((await store.memory.run(MemoryCall(searches=(MemorySearch(NS),)))).searches[0]) == 2
+    assert _pending(database) == [("a", True), ("b", False)]
+    assert await found(store, "dune") == ["a"]
+    assert _pending(database) == [("a", False), ("b", False)]
+    assert _fts5_terms(database.path) == {"amber": 1, "dune": 1}
+    assert await store.memory.index() == 0
+
+
+def test_the_background_indexer_indexes_pending_words_without_a_search(store_url, database):
+    """A store's indexer thread indexes what puts left pending, in batches, within moments."""
+    with turnstore.open_blocking(store_url) as store:
+        puts = tuple(put(NS, f"k{n}", f"word{n} common") for n in range(1_200))
+        store.memory.run(MemoryCall(writes=puts))
+        began = time.monotonic()
+        while any(pending for _, pending in _pending(database)):
+            assert time.monotonic() - began < 20, "the background indexer never indexed them"
+            time.sleep(0.05)
+        # A reader that cannot index finds them now.
+        with turnstore.open_blocking(store_url, read_only=True) as reader:
+            page = reader.memory.find(MemoryFindRequest("word7"))
+            assert [hit.key for hit in page.hits] == ["k7"]
+    if database.backend == "sqlite":
+        terms = _fts5_terms(database.path)
+        assert terms["common"] == 1_200
+        assert terms["word7"] == 1
+    else:
+        assert database.query("SELECT count(*) FROM memory_items WHERE words IS NULL") == [(0,)]
 
 
 def _fts5_terms(path: Any) -> dict[str, int]:

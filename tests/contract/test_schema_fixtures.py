@@ -1,12 +1,13 @@
 """A database written by an earlier build opens, migrates and reads back what it held.
 
 The fixtures in `tests/fixtures/` were written by the builds before schema 3, 4, 5, 6, 7, 8,
-9, 10 and 11 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two,
+9, 10, 11 and 12 (how: see `tests/fixtures/make_schema_v2.py`, run by the first two,
 `make_schema_v4.py`, run by the next two, which adds a model step left streaming,
 `make_schema_v6.py`, which adds a session of items with a popped item, `make_schema_v7.py`,
 which adds a session of each framework, `make_schema_v8.py`, which adds two indexed sessions
-sharing words, run again by `make_schema_v9.py`, and `make_schema_v10.py`, which adds memory
-items): a SQLite file and a PostgreSQL schema dumped as SQL per version.
+sharing words, run again by `make_schema_v9.py`, `make_schema_v10.py`, which adds memory
+items, and `make_schema_v11.py`, which adds memory items indexed by their words): a SQLite
+file and a PostgreSQL schema dumped as SQL per version.
 `test_search.py` searches the migrated ones once reindexed. Every test runs on both.
 They are kept as files, so that no later change to this code can change what they hold.
 """
@@ -47,8 +48,8 @@ from turnstore.records.search import SearchRequest
 
 
 @pytest.fixture(
-    params=[2, 3, 4, 5, 6, 7, 8, 9, 10],
-    ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7, 8, 9, 10)],
+    params=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+    ids=[f"schema-{version}" for version in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)],
 )
 def fixture_version(request: pytest.FixtureRequest) -> int:
     """The schema version of the fixture under test."""
@@ -131,8 +132,8 @@ def test_an_earlier_database_opens_migrated_with_everything_it_held(
         store.memory.run(MemoryCall(writes=(item,)))
         found = store.memory.run(MemoryCall(gets=(MemoryGet(("olive", "prefs"), "color"),)))
         assert [row and row.value_json for row in found.gets] == ['{"v": "teal"}']
-    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 11
-    assert len(postgres_schema.MIGRATIONS) == 11
+    assert _schema_version(backend_name, database) == len(sqlite_schema.MIGRATIONS) == 12
+    assert len(postgres_schema.MIGRATIONS) == 12
 
 
 def test_a_migrated_earlier_database_takes_new_writes_under_the_new_rules(
@@ -364,3 +365,44 @@ def test_schema_10_memory_keeps_its_items_and_is_searched_by_text_once_written_a
             assert connection.execute("SELECT count(*) FROM temp.terms").fetchone() == (0,)
         finally:
             connection.close()
+
+
+def test_schema_11_memory_indexed_by_its_words_keeps_them_and_forgets_them_exactly(
+    backend_name, database, pg_schema, store_url
+):
+    """Schema 12 keeps the words of the items schema 11 indexed, and the items it did not
+    index unsearched: each is found by its words, a replaced item by its last ones only; put
+    again and deleted before the indexer ran (SQLite), an item leaves no word behind."""
+    restore_fixture(backend_name, database, pg_schema, 11)
+    with turnstore.open_blocking(store_url, index_in_background=False) as store:
+
+        def found(query: str) -> list[tuple[str, str]]:
+            search = MemorySearch((), limit=None, query=query)
+            (rows,) = store.memory.run(MemoryCall(searches=(search,))).searches
+            return sorted((one.row.namespace, one.row.key) for one in rows)
+
+        assert found("kayaks") == [("pablo.notes", "n1")]
+        assert found("almonds") == [("pablo.notes", "n2")]
+        assert found("walnuts") == []
+        assert found("lighthouse") == found("teal") == []  # never indexed
+        where = ("pablo", "notes")
+        for key in ("n1", "n2"):
+            again = MemoryPut(where, key, '{"text": "gone"}', None, "pablo", text=True)
+            store.memory.run(MemoryCall(writes=(again,)))
+            store.memory.run(MemoryCall(writes=(MemoryDelete(where, key),)))
+        assert found("kayaks") == found("almonds") == found("gone") == []
+        olive = MemoryPut(
+            ("olive", "prefs"), "color", '{"text": "teal, never orange"}', None, "olive", text=True
+        )
+        store.memory.run(MemoryCall(writes=(olive,)))
+        assert found("teal") == [("olive.prefs", "color")]
+    if backend_name == "sqlite":
+        connection = sqlite3.connect(database.path)
+        try:
+            connection.execute(
+                "CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, row)"
+            )
+            terms = dict(connection.execute("SELECT term, doc FROM temp.terms"))
+        finally:
+            connection.close()
+        assert terms == {"teal": 1, "never": 1, "orange": 1}

@@ -170,8 +170,17 @@ _PG_TEXT_INDEX = {
 }
 # Memory's FTS5 rows are named by a row id no VACUUM renumbers, so SQLite's `memory_items` is
 # keyed by `item_id`, with the key PostgreSQL's primary key is as a UNIQUE constraint, and
-# says which items FTS5 holds (schema 11).
-_SQLITE_TEXT_COLUMNS = {("memory_items", "item_id"), ("memory_items", "text_indexed")}
+# says which items FTS5 holds (schema 11); the items whose words wait for the indexer, and
+# the words FTS5 holds of an item a put replaced until the indexer swaps them (schema 12),
+# are SQLite's alone too: a PostgreSQL put writes its words itself.
+_SQLITE_TEXT_COLUMNS = {
+    ("memory_items", "item_id"),
+    ("memory_items", "text_indexed"),
+    ("memory_items", "stale_words"),
+    ("memory_items", "words_pending"),
+}
+_PENDING_INDEX = "memory_items_pending_idx"
+"""SQLite's index of the memory items pending for the indexer (schema 12)."""
 
 
 def _predicate_words(predicate: str, columns: set[str]) -> tuple[str, ...]:
@@ -216,7 +225,9 @@ def _sqlite_shape(database: Database) -> dict[str, Any]:
             "columns": [(c[1], _FAMILIES[c[2].lower()], bool(c[3] or c[5])) for c in info],
             "primary key": [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]]
             or _unique_key(database, table),
-            "indexes": {name: _index_shape(sql, names) for name, sql in indexes},
+            "indexes": {
+                name: _index_shape(sql, names) for name, sql in indexes if name != _PENDING_INDEX
+            },
             "foreign keys": sorted((k[3], k[2], k[4], k[6]) for k in keys),
         }
     return shape

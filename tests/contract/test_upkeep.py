@@ -271,11 +271,11 @@ def test_backup_refusals_name_the_fix(
 def test_migrate_lists_then_runs_the_steps_of_an_older_database(
     backend_name: str, database: Any, pg_schema: str, store_url: str
 ) -> None:
-    """A schema-3 database: dry run lists steps 4 to 11, changes nothing; migrate applies them."""
+    """A schema-3 database: dry run lists steps 4 to 12, changes nothing; migrate applies them."""
     restore_fixture(backend_name, database, pg_schema, 3)
     dry = turnstore.migrate(store_url, dry_run=True)
-    assert (dry.from_version, dry.to_version) == (3, 11)
-    assert [step.version for step in dry.steps] == [4, 5, 6, 7, 8, 9, 10, 11]
+    assert (dry.from_version, dry.to_version) == (3, 12)
+    assert [step.version for step in dry.steps] == [4, 5, 6, 7, 8, 9, 10, 11, 12]
     assert "LangGraph" in dry.steps[0].summary
     assert "model-step index" in dry.steps[1].summary
     assert "event batches" in dry.steps[2].summary
@@ -284,6 +284,7 @@ def test_migrate_lists_then_runs_the_steps_of_an_older_database(
     assert "second copy" in dry.steps[5].summary
     assert "long-term memory" in dry.steps[6].summary
     assert "searched by its words" in dry.steps[7].summary
+    assert "indexed after the put" in dry.steps[8].summary
     assert turnstore.migrate(store_url, dry_run=True).from_version == 3
     done = turnstore.migrate(store_url)
     assert done.from_version == 3

@@ -426,13 +426,13 @@ def test_a_piped_catalog_keeps_ids_and_messages_a_terminal_would_cut(tmp_path: P
 def test_migrate_lists_then_runs_the_steps(
     cli: Cli, backend_name: str, database: Any, pg_schema: str, store_url: str
 ) -> None:
-    """On a schema-3 database: --dry-run lists steps 4 to 11, changes nothing; migrate runs them."""
+    """On a schema-3 database: --dry-run lists steps 4 to 12, changes nothing; migrate runs them."""
     restore_fixture(backend_name, database, pg_schema, 3)
     dry = json.loads(cli("migrate", store_url, "--dry-run", "--json").stdout)
-    assert (dry["from_version"], dry["to_version"], dry["dry_run"]) == (3, 11, True)
-    assert [step["version"] for step in dry["steps"]] == [4, 5, 6, 7, 8, 9, 10, 11]
+    assert (dry["from_version"], dry["to_version"], dry["dry_run"]) == (3, 12, True)
+    assert [step["version"] for step in dry["steps"]] == [4, 5, 6, 7, 8, 9, 10, 11, 12]
     table = cli("migrate", store_url)
-    assert "Migrated from schema version 3 to 11" in table.stdout
+    assert "Migrated from schema version 3 to 12" in table.stdout
     # The steps leave the search index to build again; migrate builds it.
     assert "Search index built: 3 sessions, 10 items indexed." in table.stdout
     with turnstore.open_blocking(store_url, read_only=True) as store:

@@ -1,7 +1,8 @@
 """Internal: the search indexer, a thread that indexes a store's writes off their save path.
 
 It wakes every `INTERVAL_S`, and when the store committed anything since it last looked, runs
-`catch_up`: `search.catch_up_batch` until no session written since is left unindexed. A
+`catch_up`: `search.catch_up_batch` until no session written since is left unindexed, then
+`memory.index_pending` until no memory item's words wait. A
 search on a writable store runs the same `catch_up` first (`ops.checkpoint.catch_up_search`),
 so it finds every write committed before it began; the thread bounds how long a reader
 elsewhere (a read-only store, a viewer) waits for a write to become searchable.
@@ -15,7 +16,7 @@ from collections.abc import Callable
 
 from turnstore.engine.protocol import Engine
 from turnstore.errors import StoreClosed, TurnstoreError
-from turnstore.scripts import search
+from turnstore.scripts import memory, search
 
 INTERVAL_S = 0.2
 """How often the indexer looks for commits to index."""
@@ -41,6 +42,9 @@ def catch_up(engine: Engine, going: Callable[[], bool] = _always, *, wait: bool 
         done = engine.write_blocking(lambda tx: search.catch_up_batch(tx, batch, wait))
         looked += done
         if done < batch:
+            break
+    while going() and engine.read(memory.has_pending):
+        if engine.write_blocking(memory.index_pending) < memory.INDEX_BATCH:
             break
     return looked
 

@@ -163,13 +163,15 @@ class MemoryText(Protocol):
     """A database's text index of memory items: the writes that keep it, and its query.
 
     A put, a delete and a sweep of `memory_items` go through here, so each database keeps
-    its index in the same transaction: SQLite's FTS5 table is handed an item's words again
-    (read from its value) to forget them, PostgreSQL's vector column goes with its row.
+    its index: what is removed leaves it in the same transaction (SQLite's FTS5 table is
+    handed an item's words again to forget them, PostgreSQL's vector column goes with its
+    row); what is put goes in with the put or, where that costs more, by `index_pending`.
     """
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
-        """Create or replace an item; `words` (None: not searched by text) index it. An item
-        it replaces that had expired is created anew: its vectors go. One statement on a
+    def put(self, tx: Tx, row: MemoryInsert, text: bool) -> None:
+        """Create or replace an item, searched by its words if `text` (indexed in the put,
+        or left pending for `index_pending`: the database's choice), else not. An item it
+        replaces that had expired is created anew: its vectors go. One statement on a
         database that can (a put without vectors is a `single` write)."""
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
@@ -178,8 +180,14 @@ class MemoryText(Protocol):
     def sweep(self, tx: Tx) -> int:
         """Delete every expired item; how many there were."""
 
+    def index_pending(self, tx: Tx, limit: int) -> int:
+        """Index the words of up to `limit` items a put left pending; how many it took."""
+
+    def has_pending(self, tx: Tx) -> bool:
+        """Whether some item's words wait for `index_pending`."""
+
     def page(self, tx: Tx, query: MemoryTextQuery) -> list[MemoryRow]:
-        """A page of the items whose words match, best match first."""
+        """A page of the indexed items whose words match, best match first."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,8 @@ from turnstore.records.memory import (
     MemoryCall,
     MemoryCatalogPage,
     MemoryCatalogRequest,
+    MemoryFindPage,
+    MemoryFindRequest,
 )
 
 
@@ -33,6 +35,16 @@ class MemoryTables:
         """One page of the namespaces that hold live items, in order: how many each holds
         (of `request.owner_id`, if given) and when the newest was written."""
         return await self._driver.run(memory_ops.catalog(request))
+
+    async def find(self, request: MemoryFindRequest) -> MemoryFindPage:
+        """A page of every live item whose words match the query, best match first, each
+        with the part of its text that matches (items just put are indexed first)."""
+        return await self._driver.run(memory_ops.find(request))
+
+    async def index(self) -> int:
+        """Index the words of every item that puts left for the search indexer, now (after a
+        bulk load, say); how many there were."""
+        return await self._driver.run(memory_ops.catch_up())
 
     async def sweep(self) -> int:
         """Delete every expired item; how many there were."""

@@ -12,6 +12,8 @@ from turnstore.records.memory import (
     MemoryCall,
     MemoryCatalogPage,
     MemoryCatalogRequest,
+    MemoryFindPage,
+    MemoryFindRequest,
 )
 
 
@@ -30,6 +32,16 @@ class BlockingMemoryTables:
         """One page of the namespaces that hold live items, in order: how many each holds
         (of `request.owner_id`, if given) and when the newest was written."""
         return self._driver.run(memory_ops.catalog(request))
+
+    def find(self, request: MemoryFindRequest) -> MemoryFindPage:
+        """A page of every live item whose words match the query, best match first, each
+        with the part of its text that matches (items just put are indexed first)."""
+        return self._driver.run(memory_ops.find(request))
+
+    def index(self) -> int:
+        """Index the words of every item that puts left for the search indexer, now (after a
+        bulk load, say); how many there were."""
+        return self._driver.run(memory_ops.catch_up())
 
     def sweep(self) -> int:
         """Delete every expired item; how many there were."""

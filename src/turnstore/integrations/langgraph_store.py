@@ -90,8 +90,10 @@ class TurnstoreStore(Closes, BaseStore):
         words: bool = False,
     ) -> None:
         self._shared: Shared = borrow(store)
-        # True: each put indexes its words, and a `query` without an embedding index searches
-        # them. False (LangGraph's behaviour): such a query is ignored, and puts cost less.
+        # True: each item's words are indexed (after its put, on SQLite: a query indexes what
+        # is pending first), and a `query` without an embedding index searches them, as does
+        # `store.memory.find`. False (LangGraph's behaviour): such a query is ignored, and the
+        # store holds no index of words.
         self._words = words
         self.index_config = index
         self.ttl_config = ttl

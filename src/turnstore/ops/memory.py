@@ -20,10 +20,12 @@ from turnstore.records.memory import (
     MemoryCatalogPage,
     MemoryCatalogRequest,
     MemoryDelete,
+    MemoryFindPage,
+    MemoryFindRequest,
     MemoryPut,
     MemoryWrite,
 )
-from turnstore.rules.search import memory_terms, value_words
+from turnstore.rules.search import memory_terms, memory_value
 from turnstore.rules.validation import identifier, optional_identifier, top_field_equal
 from turnstore.scripts import memory as scripts
 
@@ -76,6 +78,9 @@ def _checked_write(one: MemoryWrite) -> MemoryWrite:
     _bytes(_label(one.key, "memory key"), "memory key")
     if isinstance(one, MemoryDelete):
         return one
+    if one.text:
+        # Its words are read later, by the indexer: a value that is not JSON is refused now.
+        memory_value(identifier(one.value_json, "memory value"))
     identifier(one.value_json, "memory value")
     optional_identifier(one.owner_id, "owner ID")
     if one.ttl_ms is not None and _count(one.ttl_ms, "a time to live in ms", low=1) > I64_MAX // 2:
@@ -124,6 +129,8 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
     checked = _checked(call)
     reads = checked.gets or checked.searches or checked.namespaces
     answer = MemoryAnswer([], [], [])
+    if any(one.query is not None for one in checked.searches):
+        yield from catch_up()
     if reads:
         answer = yield from read(lambda tx: _read(tx, checked), single=_one_statement(checked))
     touched = _refreshed(checked, answer)
@@ -131,8 +138,8 @@ def run(call: MemoryCall) -> Steps[MemoryAnswer]:
         # A read-only store reads as any other; it cannot restart a time to live.
         touched = []
     if checked.writes or touched:
-        writes = [(one, _words(one)) for one in checked.writes]
-        single = not touched and len(writes) == 1 and _one_statement_write(writes[0][0])
+        writes = checked.writes
+        single = not touched and len(writes) == 1 and _one_statement_write(writes[0])
         yield from write(lambda tx: _write(tx, touched, writes), single=single)
     return answer
 
@@ -152,11 +159,6 @@ def _one_statement(call: MemoryCall) -> bool:
     return len(call.gets) + len(call.searches) + len(call.namespaces) == 1
 
 
-def _words(one: MemoryWrite) -> str | None:
-    """The words a put's text is indexed by; None for a delete or a put without text."""
-    return value_words(one.value_json) if isinstance(one, MemoryPut) and one.text else None
-
-
 def _read(tx: Tx, call: MemoryCall) -> MemoryAnswer:
     live = call.omit_expired
     return MemoryAnswer(
@@ -166,9 +168,7 @@ def _read(tx: Tx, call: MemoryCall) -> MemoryAnswer:
     )
 
 
-def _write(
-    tx: Tx, touched: list[tuple[str, str]], writes: list[tuple[MemoryWrite, str | None]]
-) -> None:
+def _write(tx: Tx, touched: list[tuple[str, str]], writes: tuple[MemoryWrite, ...]) -> None:
     if touched:
         scripts.refresh(tx, touched)
     scripts.write(tx, writes)
@@ -180,6 +180,20 @@ def _refreshed(call: MemoryCall, answer: MemoryAnswer) -> list[tuple[str, str]]:
     for one, found in zip(call.searches, answer.searches, strict=True):
         rows += [searched.row for searched in found] if one.refresh else []
     return sorted({(row.namespace, row.key) for row in rows if row.ttl_ms is not None})
+
+
+def catch_up() -> Steps[int]:
+    """Index every item whose words a put left pending (nothing on a read-only store, whose
+    writer's indexer does it): a search by words first runs this, so it finds every put
+    committed before it began. How many it indexed."""
+    if cast(Engine, (yield from origin())).read_only:
+        return 0
+    indexed = 0
+    while True:
+        done = yield from write(scripts.index_pending)
+        indexed += done
+        if done < scripts.INDEX_BATCH:
+            return indexed
 
 
 MAX_CATALOG_PAGE = 1000
@@ -198,9 +212,36 @@ def catalog(request: MemoryCatalogRequest) -> Steps[MemoryCatalogPage]:
     return (yield from read(lambda tx: scripts.catalog(tx, checked), single=True))
 
 
+MAX_FIND_PAGE = 1000
+"""The most hits one page of `find` holds."""
+
+
+def find(request: MemoryFindRequest) -> Steps[MemoryFindPage]:
+    """A page of every live item whose words match, best first; what puts left pending is
+    indexed first, so every put committed before it is searched."""
+    terms = memory_terms(request.query)
+    optional_identifier(request.owner_id, "owner ID")
+    if _count(request.limit, "a search's limit", low=1) > MAX_FIND_PAGE:
+        raise InvalidInput(f"a memory search's page holds at most {MAX_FIND_PAGE} hits")
+    _count(request.offset, "a search's offset", low=0)
+    checked = request._replace(prefix=prefix(request.prefix))
+    yield from catch_up()
+    return (yield from read(lambda tx: scripts.find(tx, checked, terms)))
+
+
 def sweep() -> Steps[int]:
     """Delete every expired item; how many there were."""
     return (yield from write(scripts.sweep))
 
 
-__all__ = ["MAX_LABEL", "MemoryPut", "catalog", "namespace", "prefix", "run", "sweep"]
+__all__ = [
+    "MAX_LABEL",
+    "MemoryPut",
+    "catalog",
+    "catch_up",
+    "find",
+    "namespace",
+    "prefix",
+    "run",
+    "sweep",
+]

@@ -38,7 +38,9 @@ class MemoryPut(NamedTuple):
     owner_id: str | None
     vectors: tuple[MemoryVector, ...] | None = None
     text: bool = False
-    """Index the words of the value's strings, for a search with a `query` to find it."""
+    """Index the words of the value's strings, for a search by words to find the item: on
+    PostgreSQL in the put, on SQLite after it, by the search indexer (a search by words
+    indexes what is pending first). The value must then be JSON."""
 
 
 class MemoryDelete(NamedTuple):
@@ -124,6 +126,8 @@ class MemoryTextQuery(NamedTuple):
     live: bool
     limit: int
     offset: int
+    owner_id: str | None = None
+    """Only this owner's items; None: everyone's."""
 
 
 class MemoryCall(NamedTuple):
@@ -172,6 +176,40 @@ class MemoryCatalogPage(NamedTuple):
 
     namespaces: list[MemoryNamespace]
     next_after: tuple[str, ...] | None
+
+
+class MemoryFindRequest(NamedTuple):
+    """A search of every memory item by its words, best match first (`store.memory.find`).
+
+    `query` is read as `store.search` reads it: words and "quoted phrases", all of which must
+    match, `word*` a prefix. `owner_id` keeps one owner's items, `prefix` the namespaces at or
+    below it; `offset` is the `next_offset` of the page before. Expired items are not found.
+    """
+
+    query: str
+    owner_id: str | None = None
+    prefix: tuple[str, ...] | None = None
+    limit: int = 20
+    offset: int = 0
+
+
+class MemoryHit(NamedTuple):
+    """An item whose words match: where it is, when it was written, and the matching part."""
+
+    namespace: tuple[str, ...]
+    key: str
+    updated_at_ms: int
+    snippet: str
+    """The matching part of the value's text, cut at word bounds."""
+    marks: list[tuple[int, int]]
+    """(start, end) character offsets of the matched words in `snippet`."""
+
+
+class MemoryFindPage(NamedTuple):
+    """A page of `MemoryHit`s; `next_offset` is None on the last page."""
+
+    hits: list[MemoryHit]
+    next_offset: int | None
 
 
 def namespace_text(namespace: tuple[str, ...]) -> str:

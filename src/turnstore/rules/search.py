@@ -17,6 +17,7 @@ both find the same items; a snippet is cut from the item's own text (`search_tex
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -143,11 +144,29 @@ def index_texts(items: Iterable[Any], kind: SessionKind | None = None) -> list[t
 def value_words(value_json: str) -> str | None:
     """The words the index holds of a memory item's value, read as a session's item is; None
     when it has none. `InvalidInput` when the value is not JSON."""
+    return index_text(item_text(memory_value(value_json))) or None
+
+
+def memory_value(value_json: str) -> Any:
+    """A memory item's value decoded; `InvalidInput` when it is not JSON (Python's, which
+    writes a float that is no number as `NaN` or `Infinity`, as LangGraph's values may)."""
     try:
-        value = msgspec.json.decode(value_json)
+        return msgspec.json.decode(value_json)
     except msgspec.DecodeError as error:
-        raise InvalidInput(f"memory value is not JSON: {error}") from None
-    return index_text(item_text(value)) or None
+        try:
+            return json.loads(value_json)
+        except ValueError:
+            raise InvalidInput(f"memory value is not JSON: {error}") from None
+
+
+def stored_value_words(value_json: str) -> str:
+    """`value_words` of a value the store holds, as the indexer hands them to the index: ""
+    for none, or for a value stored before values had to be JSON, so that the index gets a
+    row of every item either way."""
+    try:
+        return value_words(value_json) or ""
+    except InvalidInput:
+        return ""
 
 
 def memory_terms(query: object) -> tuple[Term, ...]:

@@ -58,6 +58,9 @@ class DdlWords:
     from `search_items.body` stays, `body` goes."""
     memory_text: str
     """Schema 11's text index of memory items, and what each item needs for it."""
+    memory_pending: str
+    """Schema 12's mark of the memory items whose words wait for the indexer, and what a
+    database that indexes them later needs (nothing, where a put indexes them)."""
 
 
 class _FlagChecks:
@@ -459,6 +462,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         "long-term memory searched by its words (items written before: once written again)",
         """
     {memory_text}
+    """,
+    ),
+    # 12: on SQLite, memory items searched by their words are indexed off the put path, as
+    # sessions are: a put marks the item pending (a partial index finds the pending ones),
+    # and the search indexer, or a search by words first, indexes them in batches. Nothing
+    # on PostgreSQL, whose put writes the words itself.
+    Migration(
+        "long-term memory's words indexed after the put (SQLite)",
+        """
+    {memory_pending}
     """,
     ),
 )

@@ -4,7 +4,9 @@ Times come from the database's clock (`{now_ms}`), so every host writing one Pos
 agrees on what has expired. A namespace is stored as its labels joined by `SEPARATOR`, which
 no label holds: the items under a prefix are that namespace and a byte range after it, which
 the primary key's b-tree reads in order on both databases. Puts, deletes and sweeps go through
-the database's `MemoryText`, which keeps the items' text index in the same transaction.
+the database's `MemoryText`, which keeps the items' text index: a delete or a sweep takes an
+item's words out in its own transaction; a put's words go in at once (PostgreSQL) or wait
+for `index_pending` (SQLite: the search indexer's, or a search by words first).
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from turnstore.records.memory import (
     MemoryCatalogPage,
     MemoryCatalogRequest,
     MemoryDelete,
+    MemoryFindPage,
+    MemoryFindRequest,
     MemoryGet,
+    MemoryHit,
     MemoryInsert,
     MemoryNamespace,
     MemoryPut,
@@ -32,7 +37,8 @@ from turnstore.records.memory import (
     namespace_of,
     namespace_text,
 )
-from turnstore.rules.search import memory_terms
+from turnstore.rules import search_text
+from turnstore.rules.search import Term, item_text, memory_terms, memory_value, term_words
 
 _AFTER = chr(ord(SEPARATOR) + 1)
 """The character after the separator: `prefix + SEPARATOR <= namespace < prefix + _AFTER`
@@ -157,16 +163,15 @@ def _under(prefix: tuple[str, ...]) -> tuple[str, str, str]:
     return text, text + SEPARATOR, text + _AFTER
 
 
-def write(tx: Tx, writes: Iterable[tuple[MemoryWrite, str | None]]) -> None:
-    """Apply puts (each with the words its text is indexed by, if any) and deletes in order
-    (a batch's last write per item is all it keeps)."""
+def write(tx: Tx, writes: Iterable[MemoryWrite]) -> None:
+    """Apply puts and deletes in order (a batch's last write per item is all it keeps)."""
     sql, text = tx.sql(MemorySql), tx.dialect.memory_text
-    for one, words in writes:
+    for one in writes:
         key = (namespace_text(one.namespace), one.key)
         if isinstance(one, MemoryDelete):
             text.delete(tx, *key)
             continue
-        text.put(tx, _insert(one), words)
+        text.put(tx, _insert(one), one.text)
         if one.vectors is not None:
             tx.run(sql.drop_vectors, key)
         if one.vectors:
@@ -301,6 +306,36 @@ def catalog(tx: Tx, request: MemoryCatalogRequest) -> MemoryCatalogPage:
     more = len(found) > request.limit
     page = found[: request.limit]
     return MemoryCatalogPage(page, page[-1].namespace if more else None)
+
+
+def find(tx: Tx, request: MemoryFindRequest, terms: tuple[Term, ...]) -> MemoryFindPage:
+    """A page of the live items whose words match `terms` (the request's, checked), best
+    first, each with the part of its text that matches."""
+    under = _under(request.prefix) if request.prefix else None
+    query = MemoryTextQuery(terms, under, True, request.limit + 1, request.offset, request.owner_id)
+    rows = tx.dialect.memory_text.page(tx, query)
+    words = [term_words(term) for term in terms]
+    hits = []
+    for row in rows[: request.limit]:
+        # The index keeps words: the snippet is cut from the value as the store keeps it.
+        cut = search_text.snippet(item_text(memory_value(row.value_json)), words)
+        hits.append(MemoryHit(namespace_of(row.namespace), row.key, row.updated_at_ms, *cut))
+    more = len(rows) > request.limit
+    return MemoryFindPage(hits, request.offset + request.limit if more else None)
+
+
+INDEX_BATCH = 500
+"""The most items whose words one indexing transaction takes."""
+
+
+def index_pending(tx: Tx) -> int:
+    """Index the words of up to `INDEX_BATCH` items that puts left pending; how many."""
+    return tx.dialect.memory_text.index_pending(tx, INDEX_BATCH)
+
+
+def has_pending(tx: Tx) -> bool:
+    """Whether some item's words wait to be indexed."""
+    return tx.dialect.memory_text.has_pending(tx)
 
 
 def sweep(tx: Tx) -> int:

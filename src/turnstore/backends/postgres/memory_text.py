@@ -1,9 +1,14 @@
-"""PostgreSQL's memory writes and their text index: a `tsvector` column under GIN (schema 11).
+"""PostgreSQL's memory writes and their text index: a `tsvector` column under GIN (schemas 11,
+12).
 
-A put computes the column from the item's words (`rules.search.value_words`), passed as a
-parameter; an item not searched by its text has none (NULL). A deleted or expired row leaves
-the GIN index with its row, so a delete and a sweep are single statements. The query is the
-conversation search's tsquery, ranked by `ts_rank_cd`.
+A put searched by its text writes the column, from the item's words
+(`rules.search.value_words`), in its own statement, where SQLite leaves them to the indexer:
+a second version of each row, written by the indexer, would cost PostgreSQL more than the
+words do at the put (the row, its index entries and WAL again, then vacuum). An item not
+searched by its text has none (NULL). Only items written before schema 12 wait for the
+indexer (`words_pending`). A deleted or expired row leaves the GIN index with its row, so a
+delete and a sweep are single statements. The query is the conversation search's tsquery,
+ranked by `ts_rank_cd`.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from typing import NamedTuple
 from turnstore.backends.postgres.search import tsquery
 from turnstore.engine.protocol import Query, Statements, Tx, insert
 from turnstore.records.memory import MemoryInsert, MemoryRow, MemoryTextQuery
-from turnstore.rules.search import Term
+from turnstore.rules.search import Term, stored_value_words
 
 _ROW = "namespace, item_key, value_json, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms"
 _UNDER = "(CAST(? AS TEXT) IS NULL OR namespace = ? OR (namespace >= ? AND namespace < ?))"
+_OWNED = "(CAST(? AS TEXT) IS NULL OR owner_id = ?)"
 _LIVE = "(NOT ? OR expires_at_ms IS NULL OR expires_at_ms > {now_ms})"
 # One time for a put's row: `{now_ms}` reads the clock at each use, so a new item's creation,
 # update and expiry could fall a millisecond apart; the statement's start is one instant.
@@ -72,10 +78,12 @@ class TsvectorMemorySql(Statements):
 class TsvectorMemoryText:
     """PostgreSQL's `MemoryText`: the vector is written, and goes, with its row."""
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
-        """Write the item with the vector of its words, in one statement."""
+    def put(self, tx: Tx, row: MemoryInsert, text: bool) -> None:
+        """Write the item with the vector of its words (`text`) or none, in one statement."""
         held = (row.namespace, row.item_key)
-        tx.run(tx.sql(TsvectorMemorySql).put, (*held, *held, *ItemRow(*row, words=words)))
+        words = stored_value_words(row.value_json) if text else None
+        item = ItemRow(*row, words=words)
+        tx.run(tx.sql(TsvectorMemorySql).put, (*held, *held, *item))
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete the item (its vectors cascade)."""
@@ -85,15 +93,24 @@ class TsvectorMemoryText:
         """Delete the expired items; how many there were."""
         return len(tx.values(tx.sql(TsvectorMemorySql).sweep))
 
+    def index_pending(self, tx: Tx, limit: int) -> int:
+        """Nothing waits: a put indexes its item's words."""
+        return 0
+
+    def has_pending(self, tx: Tx) -> bool:
+        """Nothing waits: a put indexes its item's words."""
+        return False
+
     def page(self, tx: Tx, query: MemoryTextQuery) -> list[MemoryRow]:
         """The page, ranked by `ts_rank_cd` (ties by namespace and key)."""
         expression, terms = tsquery(tuple(Term(*term) for term in query.terms))
         sql = (
             f"SELECT {_ROW} FROM memory_items WHERE words @@ ({expression})"
-            f" AND {_UNDER} AND {_LIVE}"
+            f" AND {_UNDER} AND {_OWNED} AND {_LIVE}"
             f" ORDER BY ts_rank_cd(words, {expression}) DESC, namespace, item_key"
             " LIMIT ? OFFSET ?"
         )
         under = query.under or (None, None, None)
-        params = (*terms, under[0], *under, query.live, *terms, query.limit, query.offset)
+        owner = (query.owner_id, query.owner_id)
+        params = (*terms, under[0], *under, *owner, query.live, *terms, query.limit, query.offset)
         return tx.rows(Query(tx.dialect.format(sql), MemoryRow._make), params)

@@ -46,6 +46,8 @@ WORDS = DdlWords(
     CREATE INDEX memory_items_words_idx ON memory_items USING GIN (words)
         WITH (gin_pending_list_limit = 256);
     """,
+    # Schema 12 is SQLite's alone: a PostgreSQL put writes its words itself.
+    memory_pending="",
 )
 """PostgreSQL's words for the shared DDL."""
 

@@ -1,10 +1,15 @@
-"""SQLite's memory writes and their text index: an FTS5 table without content (schema 11).
+"""SQLite's memory writes and their text index: an FTS5 table without content (schemas 11, 12).
 
 An item's FTS5 row has the item's `item_id` as its row id. FTS5 keeps no text, and SQLite
 3.40 has no `contentless_delete`: to forget a row, FTS5 is handed the words it was indexed
-by, read again from the item's value (`rules.search.value_words`) before a put replaces it,
-a delete removes it or a sweep expires it; `text_indexed` says which items FTS5 holds. The
-query is FTS5's own syntax, built from quoted terms only, as the conversation search's is.
+by. `text_indexed` says FTS5 holds a row of the item: with the words in `stale_words`, or,
+when that is NULL, with its value's (`rules.search.value_words`, read again from the value).
+A put searched by its text leaves the item's words to the indexer (`words_pending`), keeping
+what FTS5 holds in `stale_words`, so that no FTS5 page is written on the put path (FTS5
+writes its segment pages in every transaction that changes it); a put not searched by its
+text, a delete and a sweep hand FTS5 the words it holds at once (what is erased cannot be
+found). The query is FTS5's own
+syntax, built from quoted terms only, as the conversation search's is.
 """
 
 from __future__ import annotations
@@ -17,18 +22,19 @@ import msgspec
 from turnstore.backends.sqlite.search import fts5_query
 from turnstore.engine.protocol import Query, Statements, Tx, insert
 from turnstore.records.memory import MemoryInsert, MemoryRow, MemoryTextQuery
-from turnstore.rules.search import Term, value_words
+from turnstore.rules.search import Term, stored_value_words
 
 _ROW = (
     "m.namespace, m.item_key, m.value_json, m.created_at_ms, m.updated_at_ms,"
     " m.expires_at_ms, m.ttl_ms"
 )
 _UNDER = "(CAST(? AS TEXT) IS NULL OR m.namespace = ? OR (m.namespace >= ? AND m.namespace < ?))"
+_OWNED = "(CAST(? AS TEXT) IS NULL OR m.owner_id = ?)"
 _LIVE = "(? = 0 OR m.expires_at_ms IS NULL OR m.expires_at_ms > {now_ms})"
 
 
 class ItemRow(NamedTuple):
-    """A `memory_items` row as a put writes it here: whether FTS5 holds its words too."""
+    """A `memory_items` row as a put writes it here, with what FTS5 holds of it."""
 
     namespace: str
     item_key: str
@@ -37,26 +43,41 @@ class ItemRow(NamedTuple):
     ttl_ms: int | None
     expires_at_ms: int | None
     text_indexed: bool
+    words_pending: bool
+    stale_words: str | None
 
 
 class Gone(NamedTuple):
-    """An item a write replaces or removes: what FTS5 needs to forget it."""
+    """An item a write removes: what FTS5 needs to forget it."""
 
     item_id: int
     value_json: str
     text_indexed: bool
+    stale_words: str | None
 
 
 class Held(NamedTuple):
-    """The item a put replaces: what FTS5 needs to forget it, whether it had expired, and its
-    owner."""
+    """The item a put replaces: what FTS5 holds of it, whether it had expired, its owner."""
 
     item_id: int
     value_json: str | None
-    """Read only when FTS5 holds the item's words."""
+    """Read only when FTS5 holds the words of this value."""
     text_indexed: bool
+    stale_words: str | None
     expired: bool
     owner_id: str | None
+
+
+class Pending(NamedTuple):
+    """An item whose value's words wait for the indexer, and what FTS5 holds of it."""
+
+    item_id: int
+    value_json: str
+    text_indexed: bool
+    stale_words: str | None
+
+
+_GONE = " RETURNING item_id, value_json, text_indexed, stale_words"
 
 
 class Fts5MemorySql(Statements):
@@ -75,29 +96,39 @@ class Fts5MemorySql(Statements):
         " THEN excluded.created_at_ms ELSE memory_items.created_at_ms END,"
         " value_json = excluded.value_json, updated_at_ms = excluded.updated_at_ms,"
         " ttl_ms = excluded.ttl_ms, expires_at_ms = excluded.expires_at_ms,"
-        " text_indexed = excluded.text_indexed RETURNING item_id",
+        " text_indexed = excluded.text_indexed, words_pending = excluded.words_pending,"
+        " stale_words = excluded.stale_words RETURNING item_id",
         set_={"expires_at_ms": "{now_ms} + ?"},
         created_at_ms="{now_ms}",
         updated_at_ms="{now_ms}",
     )
-    # The value only of an item FTS5 holds: a put over one it does not reads none.
+    # The value only where FTS5 holds its words: a put over any other item reads none.
     held = Query(
-        "SELECT item_id, CASE WHEN text_indexed THEN value_json END, text_indexed,"
-        " COALESCE(expires_at_ms <= {now_ms}, 0), owner_id FROM memory_items"
-        " WHERE namespace = ? AND item_key = ?",
+        "SELECT item_id, CASE WHEN text_indexed AND stale_words IS NULL THEN value_json END,"
+        " text_indexed, stale_words, COALESCE(expires_at_ms <= {now_ms}, 0), owner_id"
+        " FROM memory_items WHERE namespace = ? AND item_key = ?",
         Held._make,
     )
     owner = "UPDATE memory_items SET owner_id = ? WHERE item_id = ?"
     drop_vectors = "DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
     delete = Query(
-        "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?"
-        " RETURNING item_id, value_json, text_indexed",
-        Gone._make,
+        "DELETE FROM memory_items WHERE namespace = ? AND item_key = ?" + _GONE, Gone._make
     )
     sweep = Query(
         "DELETE FROM memory_items WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= {now_ms}"
-        " RETURNING item_id, value_json, text_indexed",
+        + _GONE,
         Gone._make,
+    )
+    # Read through the partial index of pending items, in row id order.
+    pending = Query(
+        "SELECT item_id, value_json, text_indexed, stale_words FROM memory_items"
+        " WHERE words_pending = 1 ORDER BY item_id LIMIT ?",
+        Pending._make,
+    )
+    any_pending = "SELECT 1 FROM memory_items WHERE words_pending = 1 LIMIT 1"
+    indexed = (
+        "UPDATE memory_items SET words_pending = 0, text_indexed = 1, stale_words = NULL"
+        " WHERE item_id IN (SELECT value FROM json_each(?))"
     )
     # Rows' words into FTS5 (command NULL) or out of it ('delete'), in one statement: FTS5
     # flushes its pending terms at the end of every statement inside a savepoint.
@@ -105,12 +136,20 @@ class Fts5MemorySql(Statements):
         "INSERT INTO memory_fts (memory_fts, rowid, words)"
         " SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)"
     )
+    # An item whose words wait is left out: FTS5 may still hold its old value's words.
     page = Query(
         f"SELECT {_ROW} FROM memory_fts JOIN memory_items AS m ON m.item_id = memory_fts.rowid"
-        f" WHERE memory_fts MATCH ? AND {_UNDER} AND {_LIVE}"
-        " ORDER BY memory_fts.rank, m.item_id LIMIT ? OFFSET ?",
+        f" WHERE memory_fts MATCH ? AND m.words_pending = 0 AND {_UNDER} AND {_OWNED}"
+        f" AND {_LIVE} ORDER BY memory_fts.rank, m.item_id LIMIT ? OFFSET ?",
         MemoryRow._make,
     )
+
+
+def _held_words(value_json: str | None, text_indexed: bool, stale: str | None) -> str | None:
+    """The words FTS5 holds of an item; None when it holds no row of it."""
+    if not text_indexed:
+        return None
+    return stale if stale is not None else stored_value_words(value_json or "")
 
 
 def _change(tx: Tx, changes: list[list[object]]) -> None:
@@ -120,31 +159,40 @@ def _change(tx: Tx, changes: list[list[object]]) -> None:
 
 
 def _forgotten(gone: Sequence[Gone]) -> list[list[object]]:
-    """The deletes that take these items' words out of FTS5, read again from their values."""
-    return [
-        ["delete", row.item_id, value_words(row.value_json)] for row in gone if row.text_indexed
-    ]
+    """The deletes that take these items' words out of FTS5."""
+    changes: list[list[object]] = []
+    for row in gone:
+        words = _held_words(row.value_json, row.text_indexed, row.stale_words)
+        if words is not None:
+            changes.append(["delete", row.item_id, words])
+    return changes
 
 
 class Fts5MemoryText:
     """SQLite's `MemoryText`: FTS5 is handed an item's words to add it and to forget it."""
 
-    def put(self, tx: Tx, row: MemoryInsert, words: str | None) -> None:
-        """Write the item; FTS5 forgets the words of the item it replaces and adds its own
-        (nothing, when they are the same words). An expired item replaced loses its vectors."""
+    def put(self, tx: Tx, row: MemoryInsert, text: bool) -> None:
+        """Write the item. Searched by its `text`, its words wait for the indexer and FTS5 is
+        left as it is (what it holds of the item is kept in `stale_words`); not searched, FTS5
+        forgets what it held of the item now. An expired item replaced loses its vectors."""
         sql = tx.sql(Fts5MemorySql)
-        held = tx.rows(sql.held, (row.namespace, row.item_key))
-        expired = bool(held) and bool(held[0].expired)
-        item_id = tx.value(sql.put, (*ItemRow(*row, text_indexed=words is not None), expired))
+        found = tx.rows(sql.held, (row.namespace, row.item_key))
+        held = found[0] if found else None
+        holds, expired = None, False
+        if held is not None:
+            holds = _held_words(held.value_json, held.text_indexed, held.stale_words)
+            expired = bool(held.expired)
+        if text:
+            item = ItemRow(*row, holds is not None, True, holds)
+        else:
+            item = ItemRow(*row, False, False, None)
+        item_id = tx.value(sql.put, (*item, expired))
         if expired:
             tx.run(sql.drop_vectors, (row.namespace, row.item_key))
-        if held and held[0].owner_id != row.owner_id:
+        if held is not None and held.owner_id != row.owner_id:
             tx.run(sql.owner, (row.owner_id, item_id))
-        changes = _forgotten(
-            [Gone(one.item_id, one.value_json or "", one.text_indexed) for one in held]
-        )
-        if not (changes and changes[0][2] == words):
-            _change(tx, changes + ([[None, item_id, words]] if words is not None else []))
+        if not text and holds is not None:
+            _change(tx, [["delete", item_id, holds]])
 
     def delete(self, tx: Tx, namespace: str, key: str) -> None:
         """Delete the item (its vectors cascade) and forget its words."""
@@ -156,9 +204,31 @@ class Fts5MemoryText:
         _change(tx, _forgotten(gone))
         return len(gone)
 
+    def index_pending(self, tx: Tx, limit: int) -> int:
+        """Index up to `limit` pending items, oldest row first; how many."""
+        sql = tx.sql(Fts5MemorySql)
+        rows = tx.rows(sql.pending, (limit,))
+        changes: list[list[object]] = []
+        for one in rows:
+            words = stored_value_words(one.value_json)
+            holds = _held_words(one.value_json, one.text_indexed, one.stale_words)
+            if holds != words:
+                forget = [] if holds is None else [["delete", one.item_id, holds]]
+                changes += [*forget, [None, one.item_id, words]]
+        _change(tx, changes)
+        ids = [one.item_id for one in rows]
+        if ids:
+            tx.run(sql.indexed, (msgspec.json.encode(ids).decode(),))
+        return len(rows)
+
+    def has_pending(self, tx: Tx) -> bool:
+        """Whether some item's words wait for the indexer."""
+        return bool(tx.values(tx.sql(Fts5MemorySql).any_pending))
+
     def page(self, tx: Tx, query: MemoryTextQuery) -> list[MemoryRow]:
         """The page, ranked by FTS5's BM25 (ties by the oldest item first)."""
         match = fts5_query(tuple(Term(*term) for term in query.terms))
         under = query.under or (None, None, None)
-        params = (match, under[0], *under, query.live, query.limit, query.offset)
+        owner = (query.owner_id, query.owner_id)
+        params = (match, under[0], *under, *owner, query.live, query.limit, query.offset)
         return tx.rows(tx.sql(Fts5MemorySql).page, params)

@@ -97,6 +97,16 @@ WORDS = DdlWords(
         words, content='', tokenize='unicode61 remove_diacritics 2'
     );
     """,
+    # Schema 12: a put searched by its text leaves its words for the indexer, which the
+    # partial index finds; FTS5 without content is handed the words it holds to forget
+    # them, so what it still holds of such an item is kept in `stale_words` (`text_indexed`
+    # with them, or with the value's words when NULL) until the indexer swaps them.
+    memory_pending="""
+    ALTER TABLE memory_items ADD COLUMN words_pending INTEGER NOT NULL DEFAULT 0
+        CHECK (words_pending IN (0, 1));
+    ALTER TABLE memory_items ADD COLUMN stale_words TEXT;
+    CREATE INDEX memory_items_pending_idx ON memory_items(item_id) WHERE words_pending = 1;
+    """,
 )
 """SQLite's words for the shared DDL."""
 
