@@ -57,6 +57,8 @@ class Side:
     close: Callable[[], None]
     size: Callable[[], int] | None
     settle: Callable[[], None] | None = None
+    indexed: Callable[[], None] | None = None
+    """Waits until what a fill left for a background indexer is indexed (None: nothing)."""
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,21 @@ def _turnstore(places: Places, index: Any, words: bool = False) -> Side:
     store = TurnstoreStore(str(path), index=index, words=words)
     store.setup()
     return Side(
-        store, store.close, lambda: sqlite_directory_size(directory), lambda: settle_sqlite(path)
+        store,
+        store.close,
+        lambda: sqlite_directory_size(directory),
+        lambda: settle_sqlite(path),
+        lambda: index_words(str(path)),
     )
+
+
+def index_words(url: str) -> None:
+    """Index now the words a fill left for turnstore's background indexer (SQLite's puts
+    leave them), so that no timed operation shares the machine with that indexing."""
+    import turnstore
+
+    with turnstore.open_blocking(url, index_in_background=False) as store:
+        store.memory.index()
 
 
 def _turnstore_pg(places: Places, index: Any, words: bool = False) -> Side:
