@@ -1,6 +1,7 @@
 """The writer process of the memory crash test: `python _memory_writer.py STORE`.
 
-It puts batches forever, batch `n` writing `WIDTH` items of namespace ("crash", str(n)) and
+It puts batches forever, batch `n` writing `WIDTH` items of namespace ("crash", str(n)),
+searched by the word `batch<n>` (which its store's search indexer indexes meanwhile), and
 rewriting the one item `("crash", "last")` to say `n`, and prints `ack n` once the batch has
 returned, resuming after the batch the marker names. The test kills it at a random instant.
 """
@@ -18,9 +19,9 @@ WIDTH = 5
 
 def batch(n: int) -> MemoryCall:
     """Batch `n`: its items, and the marker naming it."""
+    value = json.dumps({"n": n, "text": f"batch{n}"})
     items = [
-        MemoryPut(("crash", str(n)), f"k{i}", json.dumps({"n": n}), None, "crash")
-        for i in range(WIDTH)
+        MemoryPut(("crash", str(n)), f"k{i}", value, None, "crash", text=True) for i in range(WIDTH)
     ]
     return MemoryCall(
         writes=(*items, MemoryPut(("crash",), "last", json.dumps({"n": n}), None, "crash"))

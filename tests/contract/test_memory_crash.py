@@ -1,10 +1,13 @@
 """A memory writer killed at a random instant loses no acknowledged batch and leaves none in
-part: every batch acked is there whole, and any batch there is whole."""
+part: every batch acked is there whole, and any batch there is whole; and each batch is found
+whole by its word, however the kill fell between its put and the search indexer (SQLite's
+index holds each batch's word in exactly its items' rows)."""
 
 from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -49,9 +52,7 @@ def _run_until_killed(url: str, delay_s: float) -> list[int]:
     return acked
 
 
-def test_a_killed_memory_writer_loses_no_acked_batch_and_leaves_none_in_part(
-    store_url,
-):
+def test_a_killed_memory_writer_loses_no_acked_batch_and_leaves_none_in_part(store_url, database):
     turnstore.open_blocking(store_url).close()  # migrated before the first writer races it
     rng = random.Random()
     for _ in range(KILLS):
@@ -79,3 +80,19 @@ def test_a_killed_memory_writer_loses_no_acked_batch_and_leaves_none_in_part(
             assert all(f"crash.{n}" in batches for n in acked)
             assert f"crash.{newest}" in batches
             assert f"crash.{newest + 1}" not in batches
+            for n in {*acked[-3:], newest}:
+                word = MemorySearch(("crash",), limit=None, query=f"batch{n}")
+                (rows,) = memory.run(MemoryCall(searches=(word,))).searches
+                assert sorted(one.row.key for one in rows) == [f"k{i}" for i in range(WIDTH)]
+    if database.backend == "sqlite":
+        assert set(_fts5_terms(database.path).values()) == {WIDTH}
+
+
+def _fts5_terms(path: Path) -> dict[str, int]:
+    """Each term SQLite's memory index holds, and in how many rows."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, row)")
+        return dict(connection.execute("SELECT term, doc FROM temp.terms"))
+    finally:
+        connection.close()
