@@ -189,11 +189,13 @@ def catch_up() -> Steps[int]:
     if cast(Engine, (yield from origin())).read_only:
         return 0
     indexed = 0
-    while True:
+    # Looked at first, in a read: most searches find nothing pending, and take no write lock.
+    while (yield from read(scripts.has_pending, single=True)):
         done = yield from write(scripts.index_pending)
         indexed += done
         if done < scripts.INDEX_BATCH:
-            return indexed
+            break
+    return indexed
 
 
 MAX_CATALOG_PAGE = 1000

@@ -5,9 +5,9 @@ A put searched by its text writes the column, from the item's words
 (`rules.search.value_words`), in its own statement, where SQLite leaves them to the indexer:
 a second version of each row, written by the indexer, would cost PostgreSQL more than the
 words do at the put (the row, its index entries and WAL again, then vacuum). An item not
-searched by its text has none (NULL). Only items written before schema 12 wait for the
-indexer (`words_pending`). A deleted or expired row leaves the GIN index with its row, so a
-delete and a sweep are single statements. The query is the conversation search's tsquery,
+searched by its text has none (NULL), and nothing waits for the indexer. A deleted or
+expired row leaves the GIN index with its row, so a delete and a sweep are single
+statements. The query is the conversation search's tsquery,
 ranked by `ts_rank_cd`.
 """
 

@@ -8,8 +8,8 @@ A put searched by its text leaves the item's words to the indexer (`words_pendin
 what FTS5 holds in `stale_words`, so that no FTS5 page is written on the put path (FTS5
 writes its segment pages in every transaction that changes it); a put not searched by its
 text, a delete and a sweep hand FTS5 the words it holds at once (what is erased cannot be
-found). The query is FTS5's own
-syntax, built from quoted terms only, as the conversation search's is.
+found). The query is FTS5's own syntax, built from quoted terms only, as the conversation
+search's is.
 """
 
 from __future__ import annotations
