@@ -100,7 +100,13 @@ async def test_the_live_tail_polls_without_a_listen_url(schema):
         assert time.monotonic() - started < 10
 
 
-def _blocking_writer(url: str, name: str, stop: threading.Event, outcome: dict[str, Any]) -> None:
+NAMES = [*(f"w{index}" for index in range(WRITERS - 1)), "async"]
+"""The writers: blocking threads, then the async one."""
+
+
+def _blocking_writer(
+    url: str, name: str, stop: threading.Event, outcome: dict[str, Any], acks: dict[str, int]
+) -> None:
     acked: list[str] = []
     unknown: list[str] = []
     with turnstore.open_blocking(url) as store:
@@ -116,10 +122,13 @@ def _blocking_writer(url: str, name: str, stop: threading.Event, outcome: dict[s
                 unknown.append(label)
                 continue
             acked.append(label)
+            acks[name] = len(acked)
     outcome[name] = (acked, unknown)
 
 
-async def _async_writer(url: str, name: str, stop: threading.Event) -> tuple[list[str], list[str]]:
+async def _async_writer(
+    url: str, name: str, stop: threading.Event, acks: dict[str, int]
+) -> tuple[list[str], list[str]]:
     acked: list[str] = []
     unknown: list[str] = []
     async with turnstore.open(url) as store:
@@ -135,10 +144,23 @@ async def _async_writer(url: str, name: str, stop: threading.Event) -> tuple[lis
                 unknown.append(label)
                 continue
             acked.append(label)
+            acks[name] = len(acked)
     return acked, unknown
 
 
-def _drop_connections(bouncer: Any, stop: threading.Event) -> None:
+def _until_each_writer_saved(acks: dict[str, int], more_than: int) -> None:
+    """Wait (a minute at most) until each writer has acknowledged more than `more_than` saves:
+    on a slow or loaded machine a writer whose pool was reconnecting through the drops may
+    have saved too few to test anything when they end."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if all(acks.get(name, 0) > more_than for name in NAMES):
+            return
+        time.sleep(0.01)
+    # Past the minute the test's own check says which writer saved too little.
+
+
+def _drop_connections(bouncer: Any, stop: threading.Event, acks: dict[str, int]) -> None:
     try:
         for _ in range(DROPS):
             time.sleep(0.25)
@@ -149,6 +171,7 @@ def _drop_connections(bouncer: Any, stop: threading.Event) -> None:
             time.sleep(0.25)
             # RECONNECT closes each server connection as soon as it is released.
             bouncer.admin("RECONNECT test")
+        _until_each_writer_saved(acks, DROPS)
     finally:
         stop.set()
 
@@ -165,14 +188,15 @@ async def test_dropped_connections_lose_and_double_no_acknowledged_save(schema):
     turnstore.open_blocking(url).close()  # the schema, before the first drop
     stop = threading.Event()
     outcome: dict[str, Any] = {}
+    acks: dict[str, int] = {}
     threads = [
-        threading.Thread(target=_blocking_writer, args=(url, f"w{index}", stop, outcome))
-        for index in range(WRITERS - 1)
+        threading.Thread(target=_blocking_writer, args=(url, name, stop, outcome, acks))
+        for name in NAMES[:-1]
     ]
-    dropper = threading.Thread(target=_drop_connections, args=(bouncer, stop))
+    dropper = threading.Thread(target=_drop_connections, args=(bouncer, stop, acks))
     for thread in [*threads, dropper]:
         thread.start()
-    outcome["async"] = await _async_writer(url, "async", stop)
+    outcome["async"] = await _async_writer(url, NAMES[-1], stop, acks)
     for thread in [*threads, dropper]:
         thread.join()
     with turnstore.open_blocking(url) as store:
