@@ -111,6 +111,8 @@ async def test_a_put_is_found_at_once_and_a_delete_or_an_expiry_is_not(store):
         MemoryFindRequest("tea", limit=0),
         MemoryFindRequest("tea", limit=1001),
         MemoryFindRequest("tea", offset=-1),
+        MemoryFindRequest("tea", offset=2**63),
+        MemoryFindRequest("tea", offset=1.5),  # type: ignore[arg-type]
         MemoryFindRequest("tea", prefix=("a.b",)),
         MemoryFindRequest("tea", prefix="olive"),  # type: ignore[arg-type]
         MemoryFindRequest("tea", owner_id=7),  # type: ignore[arg-type]

@@ -225,7 +225,8 @@ def find(request: MemoryFindRequest) -> Steps[MemoryFindPage]:
     optional_identifier(request.owner_id, "owner ID")
     if _count(request.limit, "a search's limit", low=1) > MAX_FIND_PAGE:
         raise InvalidInput(f"a memory search's page holds at most {MAX_FIND_PAGE} hits")
-    _count(request.offset, "a search's offset", low=0)
+    if _count(request.offset, "a search's offset", low=0) > I64_MAX // 2:
+        raise InvalidInput("a memory search's offset is past any page")
     checked = request._replace(prefix=prefix(request.prefix))
     yield from catch_up()
     return (yield from read(lambda tx: scripts.find(tx, checked, terms)))
