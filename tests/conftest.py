@@ -159,6 +159,16 @@ def postgres_store_url(schema: str, *, through_pgbouncer: bool = THROUGH_PGBOUNC
     )
 
 
+def fts5_terms(path: Path, table: str = "memory_fts") -> dict[str, int]:
+    """Each term a SQLite store's FTS5 `table` holds, and in how many rows."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute(f"CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, {table}, row)")
+        return dict(connection.execute("SELECT term, doc FROM temp.terms"))
+    finally:
+        connection.close()
+
+
 def postgres_connection(schema: str | None = None) -> Any:
     """An autocommit psycopg connection to the test server, optionally inside `schema`."""
     import psycopg

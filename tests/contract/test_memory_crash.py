@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ import time
 from pathlib import Path
 
 import turnstore
+from conftest import fts5_terms
 from sizes import pick
 from turnstore.records.memory import MemoryCall, MemoryGet, MemorySearch
 
@@ -85,14 +85,4 @@ def test_a_killed_memory_writer_loses_no_acked_batch_and_leaves_none_in_part(sto
                 (rows,) = memory.run(MemoryCall(searches=(word,))).searches
                 assert sorted(one.row.key for one in rows) == [f"k{i}" for i in range(WIDTH)]
     if database.backend == "sqlite":
-        assert set(_fts5_terms(database.path).values()) == {WIDTH}
-
-
-def _fts5_terms(path: Path) -> dict[str, int]:
-    """Each term SQLite's memory index holds, and in how many rows."""
-    connection = sqlite3.connect(path)
-    try:
-        connection.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, row)")
-        return dict(connection.execute("SELECT term, doc FROM temp.terms"))
-    finally:
-        connection.close()
+        assert set(fts5_terms(database.path).values()) == {WIDTH}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
 from typing import Any
 
@@ -22,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnstore
+from conftest import fts5_terms
 from sizes import pick
 from turnstore import InvalidInput
 from turnstore.records.memory import (
@@ -107,7 +107,7 @@ async def test_a_replaced_or_deleted_item_is_found_by_its_new_words_only(store, 
     await write(store, put(NS, "bird", "a loud jay", indexed=False))
     assert await found(store, "owl") == await found(store, "jay") == []
     if database.backend == "sqlite":
-        assert _fts5_terms(database.path) == {}
+        assert fts5_terms(database.path) == {}
 
 
 async def test_an_expired_item_is_not_found_unless_asked_and_a_sweep_forgets_it(store):
@@ -185,7 +185,7 @@ def test_any_writes_leave_each_word_finding_exactly_the_items_that_hold_it(
             k for k, w in model.items() if word in w
         )
     if database.backend == "sqlite":
-        assert _fts5_terms(database.path) == {
+        assert fts5_terms(database.path) == {
             word: sum(word in held for held in model.values())
             for word in {word for held in model.values() for word in held}
         }
@@ -193,7 +193,7 @@ def test_any_writes_leave_each_word_finding_exactly_the_items_that_hold_it(
     memory.run(MemoryCall(writes=tuple(put(NS, key, "fjord") for key in model)))
     memory.run(MemoryCall(writes=tuple(MemoryDelete(NS, key) for key in KEYS)))
     if database.backend == "sqlite":
-        assert _fts5_terms(database.path) == {}
+        assert fts5_terms(database.path) == {}
     assert database.count("memory_items") == 0
 
 
@@ -213,13 +213,13 @@ async def test_a_put_on_sqlite_leaves_its_words_pending_and_a_search_by_words_in
         pytest.skip("a PostgreSQL put indexes its words itself")
     await write(store, put(NS, "a", "amber dune"), put(NS, "b", "birch", indexed=False))
     assert _pending(database) == [("a", True), ("b", False)]
-    assert _fts5_terms(database.path) == {}
+    assert fts5_terms(database.path) == {}
     # A search without a query leaves them; one with a query indexes every pending item.
     assert len((await store.memory.run(MemoryCall(searches=(MemorySearch(NS),)))).searches[0]) == 2
     assert _pending(database) == [("a", True), ("b", False)]
     assert await found(store, "dune") == ["a"]
     assert _pending(database) == [("a", False), ("b", False)]
-    assert _fts5_terms(database.path) == {"amber": 1, "dune": 1}
+    assert fts5_terms(database.path) == {"amber": 1, "dune": 1}
     assert await store.memory.index() == 0
 
 
@@ -237,18 +237,8 @@ def test_the_background_indexer_indexes_pending_words_without_a_search(store_url
             page = reader.memory.find(MemoryFindRequest("word7"))
             assert [hit.key for hit in page.hits] == ["k7"]
     if database.backend == "sqlite":
-        terms = _fts5_terms(database.path)
+        terms = fts5_terms(database.path)
         assert terms["common"] == 1_200
         assert terms["word7"] == 1
     else:
         assert database.query("SELECT count(*) FROM memory_items WHERE words IS NULL") == [(0,)]
-
-
-def _fts5_terms(path: Any) -> dict[str, int]:
-    """Each term SQLite's memory index holds, and in how many rows."""
-    connection = sqlite3.connect(path)
-    try:
-        connection.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, row)")
-        return dict(connection.execute("SELECT term, doc FROM temp.terms"))
-    finally:
-        connection.close()

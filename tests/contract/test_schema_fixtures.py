@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import turnstore
-from conftest import restore_fixture
+from conftest import fts5_terms, restore_fixture
 from turnstore import (
     Event,
     EventPageRequest,
@@ -357,14 +357,7 @@ def test_schema_10_memory_keeps_its_items_and_is_searched_by_text_once_written_a
         store.memory.run(MemoryCall(writes=(MemoryDelete(("olive", "memories"), "m1"),)))
         assert found("lighthouse") == []
     if backend_name == "sqlite":
-        connection = sqlite3.connect(database.path)
-        try:
-            connection.execute(
-                "CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, row)"
-            )
-            assert connection.execute("SELECT count(*) FROM temp.terms").fetchone() == (0,)
-        finally:
-            connection.close()
+        assert fts5_terms(database.path) == {}
 
 
 def test_schema_11_memory_indexed_by_its_words_keeps_them_and_forgets_them_exactly(
@@ -397,12 +390,4 @@ def test_schema_11_memory_indexed_by_its_words_keeps_them_and_forgets_them_exact
         store.memory.run(MemoryCall(writes=(olive,)))
         assert found("teal") == [("olive.prefs", "color")]
     if backend_name == "sqlite":
-        connection = sqlite3.connect(database.path)
-        try:
-            connection.execute(
-                "CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, row)"
-            )
-            terms = dict(connection.execute("SELECT term, doc FROM temp.terms"))
-        finally:
-            connection.close()
-        assert terms == {"teal": 1, "never": 1, "orange": 1}
+        assert fts5_terms(database.path) == {"teal": 1, "never": 1, "orange": 1}

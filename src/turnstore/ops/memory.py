@@ -78,10 +78,10 @@ def _checked_write(one: MemoryWrite) -> MemoryWrite:
     _bytes(_label(one.key, "memory key"), "memory key")
     if isinstance(one, MemoryDelete):
         return one
+    value = identifier(one.value_json, "memory value")
     if one.text:
         # Its words are read later, by the indexer: a value that is not JSON is refused now.
-        memory_value(identifier(one.value_json, "memory value"))
-    identifier(one.value_json, "memory value")
+        memory_value(value)
     optional_identifier(one.owner_id, "owner ID")
     if one.ttl_ms is not None and _count(one.ttl_ms, "a time to live in ms", low=1) > I64_MAX // 2:
         raise InvalidInput("a time to live must be a positive number of milliseconds")
