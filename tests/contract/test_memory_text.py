@@ -85,6 +85,30 @@ async def test_a_query_finds_the_items_whose_words_match_best_first(store):
     assert [one.row.key for one in rows] == ["ferry"]
 
 
+async def test_a_query_of_any_of_its_terms_finds_every_item_holding_one(store):
+    await write(
+        store,
+        put(NS, "tour", "lighthouse tour, lighthouse keeper"),
+        put(NS, "coffee", "Takes her coffee black"),
+        put(NS, "ferry", "the ferry passed one lighthouse"),
+        put(NS, "tea", "green tea in the morning"),
+        put(("bob", "memories"), "boat", "Bob's ferry, his lighthouse"),
+        put(NS, "quiet", "coffee by the lighthouse", indexed=False),
+    )
+    assert await found(store, "coffee lighthouse") == []
+    anywhere = sorted(await found(store, "coffee lighthouse", any_of=True))
+    assert anywhere == ["boat", "coffee", "ferry", "tour"]
+    assert sorted(await found(store, 'coffee "lighthouse keeper" tea*', NS, any_of=True)) == [
+        "coffee",
+        "tea",
+        "tour",
+    ]
+    # The item holding both terms ranks above those holding one.
+    assert (await found(store, "ferry lighthouse", ("bob",), any_of=True)) == ["boat"]
+    assert (await found(store, "ferry lighthouse", NS, any_of=True))[0] == "ferry"
+    assert await found(store, "nothing here", any_of=True) == []
+
+
 async def test_a_replaced_or_deleted_item_is_found_by_its_new_words_only(store, database):
     await write(store, put(NS, "pet", "a grey cat named Ash"))
     await write(store, put(NS, "pet", "a brown dog named Birch"))

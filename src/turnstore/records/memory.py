@@ -80,8 +80,8 @@ class MemorySearch(NamedTuple):
 
     With `vectors`, rows come with their stored vectors; `refresh` restarts the time to live
     of the items it gives. With `query` (words and "phrases", as `store.search` reads them),
-    only items put with `text` whose words match, best match first. `equals` narrows what is
-    read to the rows that can pass `keep`.
+    only items put with `text` whose words match (all of them; any, with `any_of`), best match
+    first. `equals` narrows what is read to the rows that can pass `keep`.
     """
 
     prefix: tuple[str, ...]
@@ -95,6 +95,9 @@ class MemorySearch(NamedTuple):
     equals: tuple[tuple[str, str], ...] = ()
     """(field, text) pairs that every item `keep` keeps holds at the top of its value: the
     database may skip other rows before `keep`, which stays the exact test."""
+    any_of: bool = False
+    """With `query`: items holding any of its words and phrases (the best match first), not
+    only those holding all of them."""
 
 
 class SearchedRow(NamedTuple):
@@ -128,6 +131,8 @@ class MemoryTextQuery(NamedTuple):
     offset: int
     owner_id: str | None = None
     """Only this owner's items; None: everyone's."""
+    any_of: bool = False
+    """Items matching any of the terms, not all of them."""
 
 
 class MemoryCall(NamedTuple):

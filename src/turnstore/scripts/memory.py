@@ -251,7 +251,7 @@ def _matching(tx: Tx, one: MemorySearch, live: bool) -> list[SearchedRow]:
     """`search` with a query: the items whose words match, best first, read a page a time."""
     assert one.query is not None  # the caller's branch
     under = _under(one.prefix) if one.prefix else None
-    query = MemoryTextQuery(memory_terms(one.query), under, live, one.page, 0)
+    query = MemoryTextQuery(memory_terms(one.query), under, live, one.page, 0, any_of=one.any_of)
     wanted = None if one.limit is None else one.offset + one.limit
     kept: list[MemoryRow] = []
     while True:

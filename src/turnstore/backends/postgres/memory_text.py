@@ -103,7 +103,7 @@ class TsvectorMemoryText:
 
     def page(self, tx: Tx, query: MemoryTextQuery) -> list[MemoryRow]:
         """The page, ranked by `ts_rank_cd` (ties by namespace and key)."""
-        expression, terms = tsquery(tuple(Term(*term) for term in query.terms))
+        expression, terms = tsquery(tuple(Term(*term) for term in query.terms), query.any_of)
         sql = (
             f"SELECT {_ROW} FROM memory_items WHERE words @@ ({expression})"
             f" AND {_UNDER} AND {_OWNED} AND {_LIVE}"

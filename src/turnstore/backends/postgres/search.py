@@ -44,17 +44,17 @@ class TsvectorSql(Statements):
     )
 
 
-def tsquery(terms: Sequence[Term]) -> tuple[str, list[str]]:
+def tsquery(terms: Sequence[Term], any_of: bool = False) -> tuple[str, list[str]]:
     """The terms as one tsquery expression, parsed by the index's own parser, and its
-    parameters."""
+    parameters: all terms required, or (`any_of`) any of them."""
     # The terms are the index's words, one space apart (`rules.search_text`). The phrase's
     # tsquery text is read back by the cast, not by `to_tsquery`, which would parse its
     # lexemes again. A term in which the parser still finds no word (a letter this
     # database's locale does not know) is an empty tsquery, never `:*` of nothing, which is
-    # a syntax error: an empty term drops out of `&&`, as an empty phrase does in FTS5.
+    # a syntax error: an empty term drops out of `&&` and `||`, as an empty phrase does in FTS5.
     phrase = "phraseto_tsquery('simple', ?)"
     parts = [_PREFIX if term.prefix else phrase for term in terms]
-    return " && ".join(parts), [term.text for term in terms]
+    return (" || " if any_of else " && ").join(parts), [term.text for term in terms]
 
 
 def _sql(query: SearchQuery, expression: str, walk: bool) -> str:

@@ -227,7 +227,7 @@ class Fts5MemoryText:
 
     def page(self, tx: Tx, query: MemoryTextQuery) -> list[MemoryRow]:
         """The page, ranked by FTS5's BM25 (ties by the oldest item first)."""
-        match = fts5_query(tuple(Term(*term) for term in query.terms))
+        match = fts5_query(tuple(Term(*term) for term in query.terms), query.any_of)
         under = query.under or (None, None, None)
         owner = (query.owner_id, query.owner_id)
         params = (match, under[0], *under, *owner, query.live, query.limit, query.offset)

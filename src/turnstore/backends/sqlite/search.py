@@ -65,9 +65,9 @@ class Fts5Sql(Statements):
     )
 
 
-def fts5_query(terms: tuple[Term, ...]) -> str:
-    """The terms as an FTS5 query: each a quoted phrase, all of them required."""
-    return " ".join(
+def fts5_query(terms: tuple[Term, ...], any_of: bool = False) -> str:
+    """The terms as an FTS5 query: each a quoted phrase, all of them required (or any)."""
+    return (" OR " if any_of else " ").join(
         '"' + term.text.replace('"', '""') + '"' + ("*" if term.prefix else "") for term in terms
     )
 
