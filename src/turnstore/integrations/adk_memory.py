@@ -1,0 +1,337 @@
+"""A Google ADK memory service whose memories live in turnstore's long-term memory.
+
+    from turnstore.integrations.adk_memory import TurnstoreMemoryService
+
+    runner = Runner(app_name="app", agent=agent, memory_service=TurnstoreMemoryService(url))
+
+A memory is one event's text: the text of its parts, thoughts left out, as ADK's
+`SqliteMemoryService` reads it; an event without text is no memory. It is the memory item
+`(adk, <app>, <user>, <session>)` / `<event id>` (`__unknown_session_id__` for events added
+without a session, as ADK's services bucket them), owned by the user in the catalog, as the
+user's sessions are; a memory written with `add_memory` is the item `(adk, <app>, <user>)` /
+`<its id>`. Labels hold no `.` (the store's separator): `%` and `.` are escaped in them. Only
+the `text` of an item's value is searched; the event's content, author, time and ids are kept
+beside it, unsearched (`custom_metadata`).
+
+`search_memory` finds a user's memories holding any of the query's words (whole words, as
+both ADK services match; the query's first `MAX_TERMS` distinct words), in one query however
+many sessions the user has, and ranks them as `InMemoryMemoryService` does: by how many of the
+query's words each holds, then the oldest first; at most `max_results` (10, as
+`InMemoryMemoryService`). The index's own rank (BM25, `ts_rank_cd`) chooses which
+`CANDIDATES` are ranked when more match. `delete_memory` erases a
+memory's text and content at once and keeps a tombstone of its id, so adding its session
+again does not bring it back (as `InMemoryMemoryService`). Adding a session writes only its
+events that are new or changed since it was last added, in one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import msgspec
+
+from turnstore import BlockingStore, Store
+from turnstore.errors import InvalidInput
+from turnstore.integrations import requires_extra
+from turnstore.records.memory import (
+    MemoryCall,
+    MemoryCatalogRequest,
+    MemoryGet,
+    MemoryPut,
+    MemoryRow,
+    MemorySearch,
+    MemoryWrite,
+)
+from turnstore.rules.search import MAX_QUERY_CHARS, MAX_TERMS, memory_terms, value_words
+from turnstore.seam import Shared, borrow
+
+with requires_extra(__name__, "Google ADK", "adk"):
+    from google.adk.events.event import Event
+    from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.adk.sessions.session import Session
+    from google.genai import types
+
+ROOT = "adk"
+"""The first label of every ADK memory's namespace."""
+UNKNOWN_SESSION = "__unknown_session_id__"
+"""The session label of events added without a session id (ADK's own services' bucket)."""
+MAX_RESULTS = 10
+"""Memories a search returns by default (`InMemoryMemoryService`'s ten)."""
+CANDIDATES = 1000
+"""Matches a search ranks by words held, read best first by the index's rank: a user with
+more matches than this has the rest ranked by the index alone."""
+_ERASED = msgspec.json.encode({"erased": True}).decode()
+"""A deleted memory's value: no text, so nothing of it is searched or shown."""
+_WORD = re.compile(r"\w+")
+
+
+def _label(part: str, what: str) -> str:
+    """A namespace label of an ADK name: `%` and `.` escaped, since `.` joins labels."""
+    if not isinstance(part, str) or not part:
+        raise InvalidInput(f"{what} must be a non-empty string")
+    return part.replace("%", "%25").replace(".", "%2E")
+
+
+def _user(app_name: str, user_id: str) -> tuple[str, ...]:
+    return (ROOT, _label(app_name, "app name"), _label(user_id, "user ID"))
+
+
+def content_text(content: types.Content | None) -> str:
+    """What a memory of this content is searched by: its parts' text, thoughts left out."""
+    parts = content.parts if content is not None else None
+    texts = (part.text.replace("\n", " ").strip() for part in parts or () if part.text)
+    return " ".join(
+        text for text, part in zip(texts, _texted(parts), strict=True) if text and not part
+    )
+
+
+def _texted(parts: list[types.Part] | None) -> list[bool]:
+    """Whether each part with text is a thought."""
+    return [bool(part.thought) for part in parts or () if part.text]
+
+
+def _hashed_id(author: str, timestamp: object, content_json: str) -> str:
+    """The id of a memory that came with none, as ADK's `SqliteMemoryService` derives it."""
+    payload = f"{author}:{timestamp}:{content_json}".encode()
+    return hashlib.sha256(payload).hexdigest()[:32]
+
+
+class _Memory(NamedTuple):
+    """One memory as stored: where, under which key, and its value's JSON."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value_json: str
+
+
+def _value(text: str, memory_id: str, author: str | None, timestamp: object, **kept: Any) -> str:
+    # Everything but `text` under keys that search skips (`rules.search.SKIPPED_KEYS`).
+    value = {
+        "text": text,
+        "id": memory_id,
+        "author": author,
+        "timestamp": timestamp,
+        "custom_metadata": kept,
+    }
+    return msgspec.json.encode(value).decode()
+
+
+def _event_memory(base: tuple[str, ...], session_id: str, event: Event) -> _Memory | None:
+    text = content_text(event.content)
+    if not text:
+        return None
+    assert event.content is not None  # content_text's guard
+    content = event.content.model_dump(mode="json", exclude_none=True)
+    timestamp = float(event.timestamp)
+    event_id = event.id or _hashed_id(
+        event.author or "", timestamp, msgspec.json.encode(content).decode()
+    )
+    metadata = {"session_id": session_id, "event_id": event_id}
+    value = _value(text, event_id, event.author, timestamp, content=content, metadata=metadata)
+    namespace = (*base, _label(session_id, "session ID"))
+    return _Memory(namespace, event_id, value)
+
+
+def _entry_memory(base: tuple[str, ...], entry: MemoryEntry) -> _Memory:
+    content = entry.content.model_dump(mode="json", exclude_none=True)
+    text = content_text(entry.content)
+    memory_id = entry.id or _hashed_id(
+        entry.author or "", entry.timestamp, msgspec.json.encode(content).decode()
+    )
+    value = _value(
+        text,
+        memory_id,
+        entry.author,
+        entry.timestamp,
+        content=content,
+        metadata=dict(entry.custom_metadata),
+    )
+    return _Memory(base, memory_id, value)
+
+
+def query_terms(query: str) -> str | None:
+    """The query as the store reads it: its first distinct words, each quoted (ADK's query
+    is text, not turnstore's query syntax), within the store's limits; None if it has none."""
+    seen: dict[str, None] = {}
+    length = 0
+    for word in _WORD.findall(unicodedata.normalize("NFC", query)):
+        lowered = word.lower()
+        if lowered in seen:
+            continue
+        if len(seen) == MAX_TERMS or length + len(lowered) + 3 > MAX_QUERY_CHARS:
+            break
+        seen[lowered] = None
+        length += len(lowered) + 3
+    found = " ".join(f'"{word}"' for word in seen)
+    try:
+        return found if memory_terms(found) else None
+    except InvalidInput:  # words of no letter the index knows (`_` alone, say)
+        return None
+
+
+def _ranked(rows: Sequence[MemoryRow], query: str) -> list[tuple[MemoryRow, dict[str, Any]]]:
+    """The rows, each with its value, by how many of the query's terms each holds, then by
+    time (the oldest first), as `InMemoryMemoryService` ranks them (it keeps the order they
+    were added in); then by namespace and key, so that both databases agree."""
+    terms = [term.text.split() for term in memory_terms(query)]
+    ranked = []
+    for row in rows:
+        words = set((value_words(row.value_json) or "").split())
+        held = sum(all(word in words for word in term) for term in terms)
+        value = msgspec.json.decode(row.value_json)
+        moment = value["timestamp"] if isinstance(value["timestamp"], (int, float)) else 0.0
+        ranked.append(((-held, moment, row.namespace, row.key), row, value))
+    ranked.sort(key=lambda found: found[0])
+    return [(row, value) for _, row, value in ranked]
+
+
+def _entry(value: dict[str, Any]) -> MemoryEntry:
+    kept = value["custom_metadata"]
+    timestamp = value["timestamp"]
+    if isinstance(timestamp, (int, float)):
+        timestamp = datetime.fromtimestamp(timestamp).isoformat()
+    return MemoryEntry(
+        id=value["id"],
+        content=types.Content.model_validate(kept["content"]),
+        author=value["author"],
+        timestamp=timestamp,
+        custom_metadata=kept["metadata"],
+    )
+
+
+class TurnstoreMemoryService(BaseMemoryService):
+    """An ADK `BaseMemoryService` on turnstore's long-term memory (SQLite or PostgreSQL).
+
+    `store` is an open `turnstore.Store` (or `BlockingStore`) whose connections the service
+    shares and leaves open, or a store URL that this service opens and `close()` closes.
+    """
+
+    def __init__(
+        self,
+        store: Store | BlockingStore | str | os.PathLike[str],
+        *,
+        max_results: int = MAX_RESULTS,
+    ) -> None:
+        if type(max_results) is not int or not 1 <= max_results <= CANDIDATES:
+            raise InvalidInput(f"max_results must be an integer from 1 to {CANDIDATES}")
+        self._shared: Shared = borrow(store)
+        self.store: Store = self._shared.store
+        self.max_results = max_results
+
+    async def close(self) -> None:
+        """Release the service's threads, and the store's connections if it opened them."""
+        await self._shared.aclose()
+
+    async def add_session_to_memory(self, session: Session) -> None:
+        """Add the session's events with text, each a memory (those unchanged are left)."""
+        await self.add_events_to_memory(
+            app_name=session.app_name,
+            user_id=session.user_id,
+            events=session.events,
+            session_id=session.id,
+        )
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Add these events with text, each a memory, replacing an earlier version of it; an
+        event whose memory was deleted stays deleted. `custom_metadata` is not read."""
+        base = _user(app_name, user_id)
+        found = (_event_memory(base, session_id or UNKNOWN_SESSION, event) for event in events)
+        await self._write(user_id, [memory for memory in found if memory is not None])
+
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Add these entries, each a memory under its `id` (or one derived from its content,
+        as ADK's SQLite service derives an event's); `custom_metadata` is not read."""
+        base = _user(app_name, user_id)
+        await self._write(user_id, [_entry_memory(base, entry) for entry in memories])
+
+    async def _write(self, user_id: str, memories: list[_Memory]) -> None:
+        """Put the memories not stored as they are, nor deleted, in one transaction."""
+        if not memories:
+            return
+        last = {(one.namespace, one.key): one for one in memories}
+        keys = list(last)
+        # Read first: an unchanged memory is not written again, a deleted one not restored.
+        answer = await self.store.memory.run(
+            MemoryCall(gets=tuple(MemoryGet(namespace, key) for namespace, key in keys))
+        )
+        writes: list[MemoryWrite] = []
+        for key, row in zip(keys, answer.gets, strict=True):
+            one = last[key]
+            if row is not None and row.value_json in (one.value_json, _ERASED):
+                continue
+            writes.append(
+                MemoryPut(one.namespace, one.key, one.value_json, None, user_id, text=True)
+            )
+        if writes:
+            await self.store.memory.run(MemoryCall(writes=tuple(writes)))
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str
+    ) -> SearchMemoryResponse:
+        """The user's memories holding any of the query's words, most words first."""
+        base = _user(app_name, user_id)
+        if not isinstance(query, str):
+            raise InvalidInput("a memory search's query must be a string")
+        terms = query_terms(query)
+        if terms is None:
+            return SearchMemoryResponse()
+        search = MemorySearch(base, query=terms, any_of=True, limit=CANDIDATES, page=CANDIDATES)
+        answer = await self.store.memory.run(MemoryCall(searches=(search,)))
+        ranked = _ranked([found.row for found in answer.searches[0]], terms)
+        chosen = ranked[: self.max_results]
+        return SearchMemoryResponse(memories=[_entry(value) for _, value in chosen])
+
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        """Erase the memory with this id wherever the user has it (its text and content at
+        once), keeping a tombstone so that adding its session again does not restore it."""
+        if not memory_id:
+            return
+        base = _user(app_name, user_id)
+        namespaces = [base]
+        after: tuple[str, ...] | None = None
+        while True:
+            page = await self.store.memory.catalog(
+                MemoryCatalogRequest(prefix=base, after=after, limit=1000)
+            )
+            namespaces += [found.namespace for found in page.namespaces if found.namespace != base]
+            if page.next_after is None:
+                break
+            after = page.next_after
+
+        answer = await self.store.memory.run(
+            MemoryCall(gets=tuple(MemoryGet(namespace, memory_id) for namespace in namespaces))
+        )
+        writes: list[MemoryWrite] = [
+            MemoryPut(namespace, memory_id, _ERASED, None, user_id)
+            for namespace, row in zip(namespaces, answer.gets, strict=True)
+            if row is not None
+        ]
+        if writes:
+            await self.store.memory.run(MemoryCall(writes=tuple(writes)))
+
+
+__all__ = ["MAX_RESULTS", "TurnstoreMemoryService", "content_text", "query_terms"]
