@@ -48,8 +48,14 @@ from turnstore.records.memory import (
     MemorySearch,
     MemoryWrite,
 )
-from turnstore.rules.search import MAX_QUERY_CHARS, MAX_TERMS, memory_terms, value_words
-from turnstore.seam import Shared, borrow
+from turnstore.seam import (
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
+    Shared,
+    borrow,
+    query_term_words,
+    value_word_set,
+)
 
 with requires_extra(__name__, "Google ADK", "adk"):
     from google.adk.events.event import Event
@@ -171,7 +177,7 @@ def query_terms(query: str) -> str | None:
         length += len(lowered) + 3
     found = " ".join(f'"{word}"' for word in seen)
     try:
-        return found if memory_terms(found) else None
+        return found if query_term_words(found) else None
     except InvalidInput:  # words of no letter the index knows (`_` alone, say)
         return None
 
@@ -180,10 +186,10 @@ def _ranked(rows: Sequence[MemoryRow], query: str) -> list[tuple[MemoryRow, dict
     """The rows, each with its value, by how many of the query's terms each holds, then by
     time (the oldest first), as `InMemoryMemoryService` ranks them (it keeps the order they
     were added in); then by namespace and key, so that both databases agree."""
-    terms = [term.text.split() for term in memory_terms(query)]
+    terms = query_term_words(query)
     ranked = []
     for row in rows:
-        words = set((value_words(row.value_json) or "").split())
+        words = value_word_set(row.value_json)
         held = sum(all(word in words for word in term) for term in terms)
         value = msgspec.json.decode(row.value_json)
         moment = value["timestamp"] if isinstance(value["timestamp"], (int, float)) else 0.0

@@ -174,6 +174,17 @@ def memory_terms(query: object) -> tuple[Term, ...]:
     return tuple(indexed(term) for term in parse_query(query))
 
 
+def query_term_words(query: object) -> list[tuple[str, ...]]:
+    """Each term of a memory search's query as the index's words (`InvalidInput` for a query
+    the store refuses): what an item must hold for the term to match."""
+    return [tuple(term.text.split()) for term in memory_terms(query)]
+
+
+def value_word_set(value_json: str) -> frozenset[str]:
+    """The index's words of a memory item's value, as a search by words finds it."""
+    return frozenset((value_words(value_json) or "").split())
+
+
 class Term(NamedTuple):
     """One word or quoted phrase of a query; `prefix` when its last word may be a prefix."""
 
