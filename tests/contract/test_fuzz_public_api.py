@@ -929,6 +929,20 @@ CASE_LIST = [
         (Param(st.integers(0, 10**9), choice(st.none(), FLOATS, TEXT, BAD_VALUES)),),
         upkeep=True,
     ),
+    # Owners nobody seeded: erasing one the other cases use would leave them nothing.
+    Case(
+        "erase_owner",
+        (
+            Param(
+                FRESH_IDS.map(lambda name: f"erase-{name}"),
+                choice(BAD_VALUES, st.sampled_from(["", "  ", "a\x00b"])),
+            ),
+            p(st.booleans()),
+        ),
+        keywords=("dry_run",),
+        upkeep=True,
+        examples=FEW * 4,
+    ),
     Case("export_trees", (Param(st.builds(io.BytesIO)),), upkeep=True),
     Case("import_trees", (Param(st.sampled_from(EXPORTS).map(io.BytesIO)),), upkeep=True),
     Case(

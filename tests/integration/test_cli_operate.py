@@ -152,6 +152,38 @@ def test_prune_sweeps_expired_memory_items_and_counts_them(
     assert "memory" not in again.stdout
 
 
+def test_erase_deletes_an_owners_sessions_and_memory(
+    cli: Cli, demo_url: str, database: Any
+) -> None:
+    """erase asks for --yes off a terminal, lists on a dry run, then deletes every session and
+    memory item of the owner and reports them; another owner's item stays."""
+    with turnstore.open_blocking(demo_url) as store:
+        store.memory.run(
+            MemoryCall(
+                writes=(
+                    MemoryPut(("demo-user",), "likes", '{"text": "tea"}', None, "demo-user"),
+                    MemoryPut(("other",), "likes", '{"text": "coffee"}', None, "other"),
+                )
+            )
+        )
+    refused = cli("erase", demo_url, "demo-user")
+    assert_clean_error(refused, "--yes", code=2)
+    assert "demo-fork" in refused.stderr
+    dry = cli("erase", demo_url, "demo-user", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "Would delete (dry run, nothing deleted) 2 session(s) in 1 tree(s)" in dry.stdout
+    assert "Would delete (dry run, nothing deleted) 1 memory item(s)" in dry.stdout
+    assert catalog(demo_url) != []
+    result = cli("erase", demo_url, "demo-user", "--yes", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["session_ids"] == ["demo-fork", "demo-session"]
+    assert (report["tree_count"], report["memory_item_count"]) == (1, 1)
+    assert catalog(demo_url) == []
+    assert database.count("memory_items") == 1
+    assert_clean_error(cli("erase", demo_url, "", "--yes"), "owner_id", code=1)
+
+
 @pytest.mark.parametrize("duration", ["30", "3y", "-1d", "0s", "1h30"])
 def test_prune_refuses_a_bad_duration(duration: str, tmp_path: Path) -> None:
     """A duration that is not a positive count of s, m, h, d or w is a usage error."""

@@ -182,6 +182,7 @@ def test_the_store_holds_the_agent_loops_operations_only() -> None:
     assert operators == {
         "tree",
         "prune",
+        "erase_owner",
         "stats",
         "gauges",
         "doctor",

@@ -327,6 +327,13 @@ def upkeep_records() -> dict[str, Any]:
             removed_node_count=2, bytes_before=10, bytes_after=5
         ),
         "BackupReport": upkeep.BackupReport(path="/backups/a.sqlite3", bytes=4096),
+        "ErasureReport": upkeep.ErasureReport(
+            owner_id="ada",
+            session_ids=["a", "a-fork"],
+            tree_count=1,
+            memory_item_count=3,
+            dry_run=True,
+        ),
         "MigrationStep": step,
         "MigrationReport": upkeep.MigrationReport(
             from_version=3, to_version=4, steps=[step], dry_run=True

@@ -29,7 +29,7 @@ from turnstore.cli.common import (
     seconds_ago,
 )
 from turnstore.cli.progress import progress_bar
-from turnstore.records import DoctorReport, PruneReport, StoreStats
+from turnstore.records import DoctorReport, ErasureReport, PruneReport, StoreStats
 
 OLDER_THAN_HELP = "30d, 12h, 90m, 45s, 2w, or a sum such as 1d12h"
 
@@ -124,6 +124,45 @@ def _pruned_count(report: PruneReport) -> str:
     if report.expired_memory_item_count:
         found.append(f"{report.expired_memory_item_count} expired memory item(s)")
     return " and ".join(found)
+
+
+@click.command(cls=StoreCommand)
+@URL_ARGUMENT
+@click.argument("owner_id", metavar="OWNER_ID")
+@DRY_RUN_OPTION
+@YES_OPTION
+@JSON_OPTION
+def erase(url: str, owner_id: str, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Delete everything one owner (a person) has: sessions and long-term memory.
+
+    URL is the store. Every session OWNER_ID owns, of every framework's kind, goes with the
+    forks below it (one commit a tree), then every memory item OWNER_ID owns; their words
+    leave the search index in the same commits, so nothing erased can be found afterwards.
+    Without --yes it lists what would go and asks on a terminal. Run it again after an
+    interruption: it goes on where it stopped.
+    """
+    with open_store(url, read_only=dry_run, existing=True) as store:
+        if not dry_run and not yes:
+            preview = store.upkeep.erase_owner(owner_id, dry_run=True)
+            if preview.session_ids or preview.memory_item_count:
+                _show_erased(output.make_console(stderr=True), preview, "Will delete")
+                confirm(f"Erase everything {owner_id!r} has", yes=yes)
+        report = store.upkeep.erase_owner(owner_id, dry_run=dry_run)
+    if as_json:
+        echo_json(report.to_builtins())
+        return
+    verb = "Would delete (dry run, nothing deleted)" if dry_run else "Deleted"
+    _show_erased(output.make_console(), report, verb)
+
+
+def _show_erased(console: Any, report: ErasureReport, verb: str) -> None:
+    """Print an erasure report: the sessions, then how many memory items."""
+    title = (
+        f"{verb} {len(report.session_ids)} session(s) in {report.tree_count} tree(s)"
+        f" of owner {report.owner_id!r}:"
+    )
+    output.render_ids(console, title, report.session_ids)
+    console.print(f"{verb} {report.memory_item_count} memory item(s) of {report.owner_id!r}.")
 
 
 @click.command(cls=StoreCommand)
@@ -325,6 +364,7 @@ def _stats_rows(found: StoreStats) -> list[tuple[str, str]]:
 
 COMMANDS: list[click.Command] = [
     prune,
+    erase,
     transfers.export,
     transfers.import_,
     transfers.copy,

@@ -19,6 +19,7 @@ from turnstore.records.search import ReindexProgress
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
+    ErasureReport,
     OnConflict,
     Progress,
     PruneReport,
@@ -57,6 +58,12 @@ class Upkeep:
         return await self._driver.run(
             upkeep_ops.prune(updated_before, owner_id, dry_run, batch_size)
         )
+
+    async def erase_owner(self, owner_id: str, *, dry_run: bool = False) -> ErasureReport:
+        """Delete everything the owner holds: every tree holding a session of theirs (one
+        commit a tree) and every memory item of theirs, their words out of the search
+        indexes in the same commits; `dry_run` only reports."""
+        return await self._driver.run(upkeep_ops.erase_owner(owner_id, dry_run))
 
     async def reindex(
         self,

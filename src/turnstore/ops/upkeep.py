@@ -12,10 +12,12 @@ from typing import IO, get_args
 from turnstore.drivers.steps import Steps, call, read, write
 from turnstore.engine.protocol import Engine, Tx
 from turnstore.errors import InvalidInput
+from turnstore.records.checkpoint import SessionPageRequest
 from turnstore.records.search import ReindexProgress
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
+    ErasureReport,
     OnConflict,
     Progress,
     PruneReport,
@@ -24,14 +26,25 @@ from turnstore.records.upkeep import (
     TransferReport,
     VacuumDatabaseReport,
 )
+from turnstore.rules.pages import catalog_query
 from turnstore.rules.validation import (
     check_input,
+    identifier,
     optional_identifier,
     validate_session_id,
     validate_session_ids,
 )
 from turnstore.rules.values import text
-from turnstore.scripts import memory, runtime_upkeep, search, stored_rows, transfer, upkeep
+from turnstore.scripts import checkpoints as checkpoint_scripts
+from turnstore.scripts import (
+    memory,
+    runtime_upkeep,
+    search,
+    sessions,
+    stored_rows,
+    transfer,
+    upkeep,
+)
 from turnstore.scripts.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
 from turnstore.scripts.transfer import LineSource
 from turnstore.scripts.transfer_rows import (
@@ -112,6 +125,70 @@ def _sweep_memory(dry_run: bool) -> Steps[int]:
     if dry_run:
         return (yield from read(upkeep.expired_memory))
     return (yield from write(memory.sweep))
+
+
+ERASE_PAGE = 100
+"""Sessions of the owner read a page at a time (each then deleted in its own commit)."""
+ERASE_MEMORY_BATCH = 500
+"""The owner's memory items one commit deletes."""
+
+
+def erase_owner(owner_id: str, dry_run: bool) -> Steps[ErasureReport]:
+    """Delete every tree holding a session the owner holds, one commit per tree, then every
+    memory item the owner holds, `ERASE_MEMORY_BATCH` to a commit; what went (a dry run only
+    reads). Words leave the search indexes in the same commits. A run stopped part way (a
+    crash) leaves whole trees and items, and running it again goes on."""
+    owner = identifier(owner_id, "owner_id")
+    check_input(bool(owner.strip()), "owner_id must not be blank")
+    removed: set[str] = set()
+    trees = 0
+    request = SessionPageRequest(owner_id=owner, limit=ERASE_PAGE)
+    while True:
+        query = catalog_query(request)
+        page = yield from read(partial(sessions.catalog_page, query=query))
+        todo = [one.session_id for one in page.sessions if one.session_id not in removed]
+        for session_id in todo:
+            if session_id in removed:  # in the tree of one before it on this page
+                continue
+            step = partial(_owned_tree, session_id=session_id, owner=owner, delete=not dry_run)
+            found = yield from (read(step) if dry_run else write(step))
+            removed.update(found)
+            trees += bool(found)
+        # Deleted sessions leave the catalog, so the first page comes round again until none
+        # is left; a dry run deletes nothing and pages on instead.
+        if page.next_cursor is None or not (dry_run or todo):
+            break
+        if dry_run:
+            request = SessionPageRequest(owner_id=owner, limit=ERASE_PAGE, cursor=page.next_cursor)
+    items = yield from (
+        read(lambda tx: memory.owned_count(tx, owner)) if dry_run else _erase_memory(owner)
+    )
+    return ErasureReport(
+        owner_id=owner,
+        session_ids=sorted(removed),
+        tree_count=trees,
+        memory_item_count=items,
+        dry_run=dry_run,
+    )
+
+
+def _owned_tree(tx: Tx, session_id: str, owner: str, delete: bool) -> list[str]:
+    """The tree below the owner's highest session over `session_id` (a fork of theirs goes
+    with their session it forked from), deleted unless a dry run; [] if it was gone."""
+    top = upkeep.owned_top(tx, session_id, owner)
+    found = transfer.tree(tx, top)
+    if delete and found and not checkpoint_scripts.delete(tx, [top]):
+        return []
+    return found
+
+
+def _erase_memory(owner: str) -> Steps[int]:
+    erased = 0
+    while True:
+        done = yield from write(lambda tx: memory.erase_owned(tx, owner, ERASE_MEMORY_BATCH))
+        erased += done
+        if done < ERASE_MEMORY_BATCH:
+            return erased
 
 
 def _rest(engine: Engine, seconds: float) -> None:

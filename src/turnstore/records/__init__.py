@@ -111,6 +111,7 @@ from turnstore.records.search import (
 from turnstore.records.upkeep import (
     BackupReport,
     DoctorReport,
+    ErasureReport,
     MigrationReport,
     MigrationStep,
     PruneReport,
@@ -144,6 +145,7 @@ __all__ = [
     "ConversationRequest",
     "DoctorReport",
     "DurabilityTier",
+    "ErasureReport",
     "EventPage",
     "EventPageRequest",
     "ExecutionCompletionPhase",

@@ -28,6 +28,18 @@ class PruneReport(Record, kw_only=True):
     """Expired memory items deleted (every owner's; a prune of one owner's trees sweeps none)."""
 
 
+class ErasureReport(Record, kw_only=True):
+    """What `erase_owner` removed (or, on a dry run, would remove): every session tree
+    holding a session the owner held, and every memory item the owner held."""
+
+    owner_id: str
+    session_ids: list[str] = msgspec.field(default_factory=list)
+    """Every session removed, the owner's and the forks below them, sorted."""
+    tree_count: U64 = 0
+    memory_item_count: U64 = 0
+    dry_run: bool = False
+
+
 class StoreStats(Record, kw_only=True):
     """How much a store holds: sessions, turns, events, tokens and bytes."""
 

@@ -56,6 +56,13 @@ class VectorInsert(NamedTuple):
     vector: bytes
 
 
+class OwnedItem(NamedTuple):
+    """An item an owner holds: where it is."""
+
+    namespace: str
+    item_key: str
+
+
 class VectorRow(NamedTuple):
     """A stored vector of an item the search read."""
 
@@ -116,6 +123,11 @@ class MemorySql(Statements):
     """The memory tables' statements."""
 
     drop_vectors = "DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
+    # Read through the owners' partial index.
+    owned = Query(
+        "SELECT namespace, item_key FROM memory_items WHERE owner_id = ? LIMIT ?", OwnedItem._make
+    )
+    owned_count = "SELECT COUNT(*) FROM memory_items WHERE owner_id = ?"
     add_vector = insert(VectorInsert, "memory_vectors")
     get = select(MemoryRow, "FROM memory_items WHERE namespace = ? AND item_key = ?", **_ROW)
     get_live = select(
@@ -336,6 +348,20 @@ def index_pending(tx: Tx) -> int:
 def has_pending(tx: Tx) -> bool:
     """Whether some item's words wait to be indexed."""
     return tx.dialect.memory_text.has_pending(tx)
+
+
+def erase_owned(tx: Tx, owner_id: str, limit: int) -> int:
+    """Delete up to `limit` of the owner's items, expired or not, their words out of the
+    index in this commit; how many."""
+    found = tx.rows(tx.sql(MemorySql).owned, (owner_id, limit))
+    for one in found:
+        tx.dialect.memory_text.delete(tx, one.namespace, one.item_key)
+    return len(found)
+
+
+def owned_count(tx: Tx, owner_id: str) -> int:
+    """How many items the owner holds, expired or not."""
+    return int(tx.value(tx.sql(MemorySql).owned_count, (owner_id,)))
 
 
 def sweep(tx: Tx) -> int:

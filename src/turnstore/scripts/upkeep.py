@@ -78,6 +78,11 @@ class UpkeepSql(Statements):
         " ORDER BY updated_at DESC, latest_sequence DESC, session_id DESC LIMIT ?",
     )
     parents = "SELECT DISTINCT parent_session_id FROM sessions WHERE {ids:parent_session_id}"
+    # A session's parent, when the owner asked about holds it too.
+    owned_parent = (
+        "SELECT p.session_id FROM sessions AS s JOIN sessions AS p"
+        " ON p.session_id = s.parent_session_id WHERE s.session_id = ? AND p.owner_id = ?"
+    )
     newest_update = "SELECT max(updated_at) FROM sessions WHERE {ids:session_id}"
     session_counts = select(
         SessionCounts,
@@ -240,3 +245,13 @@ def gauges(tx: Tx, owner_id: str | None = None) -> StoreGauges:
         oldest_pending_age_ms=None if age is None else max(0, int(age)),
         uncommitted_attachment_count=uncommitted,
     )
+
+
+def owned_top(tx: Tx, session_id: str, owner_id: str) -> str:
+    """The highest session above `session_id` (itself if none) that `owner_id` holds with
+    every session between: deleting its tree deletes theirs in one commit."""
+    sql = tx.sql(UpkeepSql)
+    top = session_id
+    while parent := tx.values(sql.owned_parent, (top, owner_id)):
+        top = str(parent[0])
+    return top
