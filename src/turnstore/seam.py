@@ -8,7 +8,7 @@ Beyond the seam a part uses the public names (`turnstore`, `turnstore.records`,
 store itself would, before the part's first call (`top_field_equal`: a memory search's
 condition the store narrows by), `json_loads` for a framework's own JSON (what
 `json.loads` returns, faster), and how a memory search by words reads a query and a value
-(`query_term_words`, `value_word_set`, within `MAX_TERMS` terms and `MAX_QUERY_CHARS`
+(`query_term_words`, `value_word_list`, within `MAX_TERMS` terms and `MAX_QUERY_CHARS`
 characters), for a part that ranks what the store found its own way.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from turnstore.faces.shared import Shared, borrow
 from turnstore.records.base import json_loads
 from turnstore.rules.saves import catalog_line
-from turnstore.rules.search import MAX_QUERY_CHARS, MAX_TERMS, query_term_words, value_word_set
+from turnstore.rules.search import MAX_QUERY_CHARS, MAX_TERMS, query_term_words, value_word_list
 from turnstore.rules.validation import optional_identifier, top_field_equal, validate_session_id
 
 __all__ = [
@@ -31,5 +31,5 @@ __all__ = [
     "query_term_words",
     "top_field_equal",
     "validate_session_id",
-    "value_word_set",
+    "value_word_list",
 ]

@@ -427,11 +427,17 @@ def _script(seed: int) -> tuple[list[Any], list[tuple[str, str]]]:
 
 @pytest.mark.parametrize("backend", TURNSTORE)
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("path", ["scan", "index"])
 async def test_the_same_calls_find_the_same_memories_as_adks_services(
-    backend: str, seed: int, tmp_path: Path
+    backend: str, seed: int, path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What is found: the same events as both ADK services (they agree: a whole-word match of
-    any query word); in the same order as `InMemoryMemoryService` (most words, then oldest)."""
+    any query word); in the same order as `InMemoryMemoryService` (most words, then oldest);
+    whether the user's memories are read whole (few) or through the text index (many)."""
+    if path == "index":
+        from turnstore.integrations import adk_memory
+
+        monkeypatch.setattr(adk_memory, "SCANNED", 0)
     sessions, queries = _script(seed)
     sides = [_Opened(name, tmp_path) for name in ("adk-inmemory", "adk-sqlite", backend)]
     try:

@@ -54,7 +54,7 @@ from turnstore.seam import (
     Shared,
     borrow,
     query_term_words,
-    value_word_set,
+    value_word_list,
 )
 
 with requires_extra(__name__, "Google ADK", "adk"):
@@ -70,9 +70,12 @@ UNKNOWN_SESSION = "__unknown_session_id__"
 """The session label of events added without a session id (ADK's own services' bucket)."""
 MAX_RESULTS = 10
 """Memories a search returns by default (`InMemoryMemoryService`'s ten)."""
+SCANNED = 1000
+"""A user with at most this many memories is searched by reading them all (one range of the
+store's key), so a search costs what the user holds, however large the store."""
 CANDIDATES = 1000
-"""Matches a search ranks by words held, read best first by the index's rank: a user with
-more matches than this has the rest ranked by the index alone."""
+"""Past `SCANNED`, the index's best matches (BM25, `ts_rank_cd`) a search ranks by words held:
+a user with more matches than this has the rest ranked by the index alone."""
 _ERASED = msgspec.json.encode({"erased": True}).decode()
 """A deleted memory's value: no text, so nothing of it is searched or shown."""
 _WORD = re.compile(r"\w+")
@@ -182,20 +185,34 @@ def query_terms(query: str) -> str | None:
         return None
 
 
-def _ranked(rows: Sequence[MemoryRow], query: str) -> list[tuple[MemoryRow, dict[str, Any]]]:
-    """The rows, each with its value, by how many of the query's terms each holds, then by
+def _held(words: tuple[str, ...], terms: list[tuple[str, ...]]) -> int:
+    """How many of the terms the words hold, each term's words one after another."""
+    starts: dict[str, list[int]] = {}
+    for at, word in enumerate(words):
+        starts.setdefault(word, []).append(at)
+    return sum(
+        any(words[at : at + len(term)] == term for at in starts.get(term[0], ()))
+        for term in terms
+        if term
+    )
+
+
+def _ranked(rows: Sequence[MemoryRow], query: str) -> list[dict[str, Any]]:
+    """The values of the rows that hold a term of the query, by how many they hold, then by
     time (the oldest first), as `InMemoryMemoryService` ranks them (it keeps the order they
     were added in); then by namespace and key, so that both databases agree."""
     terms = query_term_words(query)
     ranked = []
     for row in rows:
-        words = value_word_set(row.value_json)
-        held = sum(all(word in words for word in term) for term in terms)
+        held = _held(value_word_list(row.value_json), terms)
+        if not held:  # a tombstone, or a memory the scan read that holds no term
+            continue
         value = msgspec.json.decode(row.value_json)
-        moment = value["timestamp"] if isinstance(value["timestamp"], (int, float)) else 0.0
-        ranked.append(((-held, moment, row.namespace, row.key), row, value))
+        moment = value.get("timestamp")
+        moment = moment if isinstance(moment, (int, float)) else 0.0
+        ranked.append(((-held, moment, row.namespace, row.key), value))
     ranked.sort(key=lambda found: found[0])
-    return [(row, value) for _, row, value in ranked]
+    return [value for _, value in ranked]
 
 
 def _entry(value: dict[str, Any]) -> MemoryEntry:
@@ -303,11 +320,15 @@ class TurnstoreMemoryService(BaseMemoryService):
         terms = query_terms(query)
         if terms is None:
             return SearchMemoryResponse()
-        search = MemorySearch(base, query=terms, any_of=True, limit=CANDIDATES, page=CANDIDATES)
-        answer = await self.store.memory.run(MemoryCall(searches=(search,)))
-        ranked = _ranked([found.row for found in answer.searches[0]], terms)
-        chosen = ranked[: self.max_results]
-        return SearchMemoryResponse(memories=[_entry(value) for _, value in chosen])
+        # A user's memories are one range of the key: read them all while they are few (the
+        # cost then follows the user's memories, not the store's), else ask the index.
+        listing = MemorySearch(base, limit=SCANNED + 1, page=SCANNED + 1)
+        [rows] = (await self.store.memory.run(MemoryCall(searches=(listing,)))).searches
+        if len(rows) > SCANNED:
+            search = MemorySearch(base, query=terms, any_of=True, limit=CANDIDATES, page=CANDIDATES)
+            [rows] = (await self.store.memory.run(MemoryCall(searches=(search,)))).searches
+        chosen = _ranked([found.row for found in rows], terms)[: self.max_results]
+        return SearchMemoryResponse(memories=[_entry(value) for value in chosen])
 
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None

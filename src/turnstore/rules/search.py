@@ -180,9 +180,10 @@ def query_term_words(query: object) -> list[tuple[str, ...]]:
     return [tuple(term.text.split()) for term in memory_terms(query)]
 
 
-def value_word_set(value_json: str) -> frozenset[str]:
-    """The index's words of a memory item's value, as a search by words finds it."""
-    return frozenset((value_words(value_json) or "").split())
+def value_word_list(value_json: str) -> tuple[str, ...]:
+    """The index's words of a memory item's value, in order, as a search by words finds it
+    (a term matches where its words follow one another)."""
+    return tuple((value_words(value_json) or "").split())
 
 
 class Term(NamedTuple):
