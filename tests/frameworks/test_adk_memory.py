@@ -183,6 +183,13 @@ async def test_a_slash_or_a_dot_in_a_name_does_not_join_two_scopes(service: Any)
 NON_LATIN = [
     ("私の名前は太郎です", "太郎", 1),
     ("私の名前は太郎です", "天気", 0),
+    ("我喜欢机器学习", "机器学习", 1),
+    ("我喜欢机器学习", "天气预报", 0),
+    ("太郎 works at ABC Corp", "太郎", 1),
+    ("太郎 works at ABC Corp", "ABC", 1),
+    ("我用Python写代码", "python", 1),
+    (unicodedata.normalize("NFD", "プログラミングを学ぶ"), "プログラミング", 1),
+    (unicodedata.normalize("NFD", "제 이름은 민수입니다"), "민수입니다", 1),
     ("저는 파이썬을 좋아합니다", "파이썬을", 1),
     ("Я люблю программировать", "люблю", 1),
     ("私はPythonでADKを使っています", "Python", 1),
@@ -220,8 +227,11 @@ async def test_memories_holding_more_of_the_query_come_first(service: Any) -> No
 async def test_a_search_returns_the_ten_best_ties_in_the_order_they_were_added(
     service: Any,
 ) -> None:
-    events = [event(f"note {n} about work", timestamp=1000.0 + n) for n in range(20)]
-    events.append(event("the backlog note about work", timestamp=2000.0))
+    """The events tie in time too, and their ids sort apart from their order."""
+    events = [
+        event(f"note {n} about work", ident=f"event-note-{n}", timestamp=1.0) for n in range(20)
+    ]
+    events.append(event("the backlog note about work", ident="event-backlog", timestamp=1.0))
     await service.add_session_to_memory(session("s", events))
     found = await search(service, "work backlog note")
     expected = ["the backlog note about work"] + [f"note {n} about work" for n in range(9)]

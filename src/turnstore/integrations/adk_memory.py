@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -132,7 +133,9 @@ def _value(text: str, memory_id: str, author: str | None, timestamp: object, **k
     return msgspec.json.encode(value).decode()
 
 
-def _event_memory(base: tuple[str, ...], session_id: str, event: Event) -> _Memory | None:
+def _event_memory(
+    base: tuple[str, ...], session_id: str, event: Event, position: tuple[int, int]
+) -> _Memory | None:
     text = content_text(event.content)
     if not text:
         return None
@@ -143,12 +146,20 @@ def _event_memory(base: tuple[str, ...], session_id: str, event: Event) -> _Memo
         event.author or "", timestamp, msgspec.json.encode(content).decode()
     )
     metadata = {"session_id": session_id, "event_id": event_id}
-    value = _value(text, event_id, event.author, timestamp, content=content, metadata=metadata)
+    value = _value(
+        text,
+        event_id,
+        event.author,
+        timestamp,
+        content=content,
+        metadata=metadata,
+        position=position,
+    )
     namespace = (*base, _label(session_id, "session ID"))
     return _Memory(namespace, event_id, value)
 
 
-def _entry_memory(base: tuple[str, ...], entry: MemoryEntry) -> _Memory:
+def _entry_memory(base: tuple[str, ...], entry: MemoryEntry, position: tuple[int, int]) -> _Memory:
     content = entry.content.model_dump(mode="json", exclude_none=True)
     text = content_text(entry.content)
     memory_id = entry.id or _hashed_id(
@@ -161,6 +172,7 @@ def _entry_memory(base: tuple[str, ...], entry: MemoryEntry) -> _Memory:
         entry.timestamp,
         content=content,
         metadata=dict(entry.custom_metadata),
+        position=position,
     )
     return _Memory(base, memory_id, value)
 
@@ -199,8 +211,8 @@ def _held(words: tuple[str, ...], terms: list[tuple[str, ...]]) -> int:
 
 def _ranked(rows: Sequence[MemoryRow], query: str) -> list[dict[str, Any]]:
     """The values of the rows that hold a term of the query, by how many they hold, then by
-    time (the oldest first), as `InMemoryMemoryService` ranks them (it keeps the order they
-    were added in); then by namespace and key, so that both databases agree."""
+    time (the oldest first), then the order they were added in, as `InMemoryMemoryService`
+    ranks them; then by namespace and key, so that both databases agree."""
     terms = query_term_words(query)
     ranked = []
     for row in rows:
@@ -210,9 +222,31 @@ def _ranked(rows: Sequence[MemoryRow], query: str) -> list[dict[str, Any]]:
         value = msgspec.json.decode(row.value_json)
         moment = value.get("timestamp")
         moment = moment if isinstance(moment, (int, float)) else 0.0
-        ranked.append(((-held, moment, row.namespace, row.key), value))
+        ranked.append(((-held, moment, *_position(value), row.namespace, row.key), value))
     ranked.sort(key=lambda found: found[0])
     return [value for _, value in ranked]
+
+
+def _position(value: dict[str, Any]) -> tuple[int, int]:
+    """When a memory was added (microseconds) and its place in the call that added it (a
+    session's events in the session's order): what keeps ties in time in the order added."""
+    found = value.get("custom_metadata", {}).get("position")
+    if isinstance(found, list) and len(found) == 2 and all(type(n) is int for n in found):
+        return found[0], found[1]
+    return 0, 0
+
+
+def _unplaced(value_json: str) -> str:
+    """A memory's value without its `position`: what says whether adding it again changes
+    it."""
+    value = msgspec.json.decode(value_json)
+    if isinstance(value, dict) and isinstance(value.get("custom_metadata"), dict):
+        value["custom_metadata"].pop("position", None)
+    return msgspec.json.encode(value).decode()
+
+
+def _added() -> int:
+    return time.time_ns() // 1000
 
 
 def _entry(value: dict[str, Any]) -> MemoryEntry:
@@ -273,7 +307,9 @@ class TurnstoreMemoryService(BaseMemoryService):
         """Add these events with text, each a memory, replacing an earlier version of it; an
         event whose memory was deleted stays deleted. `custom_metadata` is not read."""
         base = _user(app_name, user_id)
-        found = (_event_memory(base, session_id or UNKNOWN_SESSION, event) for event in events)
+        session = session_id or UNKNOWN_SESSION
+        added = _added()
+        found = (_event_memory(base, session, one, (added, n)) for n, one in enumerate(events))
         await self._write(user_id, [memory for memory in found if memory is not None])
 
     async def add_memory(
@@ -287,7 +323,9 @@ class TurnstoreMemoryService(BaseMemoryService):
         """Add these entries, each a memory under its `id` (or one derived from its content,
         as ADK's SQLite service derives an event's); `custom_metadata` is not read."""
         base = _user(app_name, user_id)
-        await self._write(user_id, [_entry_memory(base, entry) for entry in memories])
+        added = _added()
+        found = [_entry_memory(base, one, (added, n)) for n, one in enumerate(memories)]
+        await self._write(user_id, found)
 
     async def _write(self, user_id: str, memories: list[_Memory]) -> None:
         """Put the memories not stored as they are, nor deleted, in one transaction."""
@@ -302,7 +340,9 @@ class TurnstoreMemoryService(BaseMemoryService):
         writes: list[MemoryWrite] = []
         for key, row in zip(keys, answer.gets, strict=True):
             one = last[key]
-            if row is not None and row.value_json in (one.value_json, _ERASED):
+            if row is not None and (
+                row.value_json == _ERASED or _unplaced(row.value_json) == _unplaced(one.value_json)
+            ):
                 continue
             writes.append(
                 MemoryPut(one.namespace, one.key, one.value_json, None, user_id, text=True)
