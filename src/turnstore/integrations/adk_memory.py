@@ -14,14 +14,16 @@ the `text` of an item's value is searched; the event's content, author, time and
 beside it, unsearched (`custom_metadata`).
 
 `search_memory` finds a user's memories holding any of the query's words (whole words, as
-both ADK services match; the query's first `MAX_TERMS` distinct words), in one query however
-many sessions the user has, and ranks them as `InMemoryMemoryService` does: by how many of the
-query's words each holds, then the oldest first; at most `max_results` (10, as
-`InMemoryMemoryService`). The index's own rank (BM25, `ts_rank_cd`) chooses which
-`CANDIDATES` are ranked when more match. `delete_memory` erases a
-memory's text and content at once and keeps a tombstone of its id, so adding its session
-again does not bring it back (as `InMemoryMemoryService`). Adding a session writes only its
-events that are new or changed since it was last added, in one transaction.
+both ADK services match; the query's first `MAX_TERMS` distinct words), however many sessions
+the user has, and ranks them as `InMemoryMemoryService` does: by how many of the query's words
+each holds, then the oldest first, then in the order they were added (`position`, kept beside
+the value); at most `max_results` (10, as `InMemoryMemoryService`). A user of at most
+`SCANNED` memories is read whole (one range of the store's key), so a search costs what the
+user holds, not what the store holds; past that the text index's `CANDIDATES` best matches
+(BM25, `ts_rank_cd`) are ranked. `delete_memory` erases a memory's text and content at once
+and keeps a tombstone of its id, so adding its session again does not bring it back (as
+`InMemoryMemoryService`). Adding a session writes only its events that are new or changed
+since it was last added, in one transaction.
 """
 
 from __future__ import annotations
