@@ -468,3 +468,16 @@ async def test_the_same_calls_find_the_same_memories_as_adks_services(
     finally:
         for side in sides:
             await side.close()
+
+
+@memories("adk-sqlite")
+async def test_a_thought_is_not_remembered_and_the_rest_of_its_event_is(service: Any) -> None:
+    """ADK's in-memory service searches thoughts too; its SQLite service, and ours, do not."""
+    from google.adk.events.event import Event
+    from google.genai import types
+
+    parts = [types.Part(text="a hidden plan", thought=True), types.Part(text="Hello there")]
+    said = Event(invocation_id="i", author="model", content=types.Content(parts=parts))
+    await service.add_session_to_memory(session("s", [said]))
+    assert (await search(service, "plan")).memories == []
+    assert len((await search(service, "hello")).memories) == 1

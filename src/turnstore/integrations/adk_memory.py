@@ -98,15 +98,12 @@ def _user(app_name: str, user_id: str) -> tuple[str, ...]:
 def content_text(content: types.Content | None) -> str:
     """What a memory of this content is searched by: its parts' text, thoughts left out."""
     parts = content.parts if content is not None else None
-    texts = (part.text.replace("\n", " ").strip() for part in parts or () if part.text)
-    return " ".join(
-        text for text, part in zip(texts, _texted(parts), strict=True) if text and not part
+    texts = (
+        part.text.replace("\n", " ").strip()
+        for part in parts or ()
+        if part.text and not part.thought
     )
-
-
-def _texted(parts: list[types.Part] | None) -> list[bool]:
-    """Whether each part with text is a thought."""
-    return [bool(part.thought) for part in parts or () if part.text]
+    return " ".join(text for text in texts if text)
 
 
 def _hashed_id(author: str, timestamp: object, content_json: str) -> str:
