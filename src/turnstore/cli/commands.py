@@ -40,6 +40,7 @@ from turnstore.cli.common import (
 )
 from turnstore.cli.crash import crash_and_reload
 from turnstore.cli.demo import CRASH_ID, FORK_ID, SESSION_ID, run_demo
+from turnstore.cli.memory import memory
 from turnstore.cli.search import reindex, search
 from turnstore.cli.serve import serve
 from turnstore.records import SessionCursor, SessionPage
@@ -274,5 +275,5 @@ def delete_sessions(
     output.render_removed(output.make_console(), verb, doomed)
 
 
-for command in [*operate.COMMANDS, *moves.COMMANDS, search, reindex, serve]:
+for command in [*operate.COMMANDS, *moves.COMMANDS, memory, search, reindex, serve]:
     main.add_command(command)

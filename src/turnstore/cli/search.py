@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 import shlex
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import click
@@ -163,20 +164,21 @@ def place(hit: SearchHit) -> str:
     return f"checkpoint {hit.sequence}, item {hit.item}"
 
 
-def _snippet(hit: SearchHit) -> Text:
-    """The snippet with its matches in bold, on one line: line breaks and tabs as spaces,
-    other control characters escaped."""
+def marked(snippet: str, marks: Sequence[tuple[int, int]]) -> Text:
+    """A snippet with its matches (`marks`) in bold, on one line: line breaks and tabs as
+    spaces, other control characters escaped."""
     shown = Text()
     at = 0
-    for start, end in hit.marks:
-        shown.append(_flat(hit.snippet[at:start]))
-        shown.append(_flat(hit.snippet[start:end]), style="bold yellow")
+    for start, end in marks:
+        shown.append(flat(snippet[at:start]))
+        shown.append(flat(snippet[start:end]), style="bold yellow")
         at = end
-    shown.append(_flat(hit.snippet[at:]))
+    shown.append(flat(snippet[at:]))
     return shown
 
 
-def _flat(text: str) -> str:
+def flat(text: str) -> str:
+    """`text` on one line, escaped: runs of white space as one space."""
     # An item's strings are indexed one per line, and a message has lines of its own: a
     # table cell reads them as one run of text, as a search result page does.
     return escape_text(_SPACES.sub(" ", text))
@@ -211,7 +213,7 @@ def _table(page: SearchPage, kind: str | None = None) -> Table | Text:
             hit.kind or "-",
             escape_text(hit.owner_id or "-"),
             place(hit),
-            _snippet(hit),
+            marked(hit.snippet, hit.marks),
         )
     return table
 
