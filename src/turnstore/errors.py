@@ -18,6 +18,7 @@ __all__ = [
     "HeadRevisionConflict",
     "InvalidInput",
     "InvalidMessage",
+    "MemoryItemExists",
     "NotFound",
     "NotJsonValue",
     "OutcomeUnknown",
@@ -147,6 +148,13 @@ class SessionExists(CheckpointError):
     """A session with this id (`session_id`) already exists."""
 
     session_id: str | None
+
+
+class MemoryItemExists(CheckpointError):
+    """A memory item (`namespace`, `key`) already exists with other content (an import)."""
+
+    namespace: str | None
+    key: str | None
 
 
 class ContextRewriteRequired(InvalidInput):

@@ -831,8 +831,14 @@ EXPORTS = [
     b'{"kind":"end","tree_count":0,"row_count":0}\n',
     b'{"kind":"turnstore_export","format_version":1,"schema_version":4}\n'
     b'{"kind":"tree","root":"x","session_ids":["x"],"row_count":1,"digest":"0"}\n',
+    b'{"kind":"turnstore_export","format_version":2,"schema_version":12}\n'
+    b'{"kind":"memory","item_count":1,"row_count":1,"digest":"0"}\n'
+    b'{"kind":"memory_items","namespace":"a","item_key":"k","owner_id":null,"value_json":{},'
+    b'"created_at_ms":1,"updated_at_ms":1,"ttl_ms":null,"expires_at_ms":null,"searched":true}\n'
+    b'{"kind":"end","tree_count":0,"row_count":1,"memory_item_count":1}\n',
 ]
-"""Import inputs: empty, not JSON, an empty export, one cut off after its tree line."""
+"""Import inputs: empty, not JSON, an empty export, one cut off after its tree line, a memory
+section whose digest is wrong."""
 BACKUP_PATHS = st.builds(lambda: str(Path(tempfile.mkdtemp(prefix="fuzz-backup-")) / "copy.db"))
 """A new backup file in a new folder (relative text would write into the working folder)."""
 

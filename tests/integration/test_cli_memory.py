@@ -53,7 +53,8 @@ def test_namespaces_counts_items_per_namespace_and_per_owner(store_url: str) -> 
     assert [line["namespace"] for line in under[:-1]] == [["ada", "notes"], ["ada", "prefs"]]
     table = run("memory", "namespaces", store_url)
     assert table.exit_code == 0, table.output
-    assert "ada.notes" in table.stdout and "bob.prefs" in table.stdout
+    assert "ada.notes" in table.stdout
+    assert "bob.prefs" in table.stdout
     none = run("memory", "namespaces", store_url, "--owner", "carol")
     assert none.stdout.strip() == "No memory items of 'carol'."
 
@@ -66,7 +67,8 @@ def test_every_page_command_runs_as_printed(store_url: str) -> None:
     assert "More namespaces exist" in first.stdout
     second = run_printed(last_line(first))
     assert second.exit_code == 0, second.output
-    assert "bob.prefs" in second.stdout and "ada.notes" not in second.stdout
+    assert "bob.prefs" in second.stdout
+    assert "ada.notes" not in second.stdout
     seen: list[str] = []
     for command in ("list", "search"):
         words = ["ada"] if command == "list" else ["lighthouse", "--prefix", "ada"]
@@ -94,7 +96,8 @@ def test_list_shows_an_items_text_or_its_json_and_json_holds_the_value(store_url
     (item, end) = lines
     assert (item["namespace"], item["key"]) == (["ada", "prefs"], "tone")
     assert item["value"] == {"tone": "short", "weight": 3}
-    assert item["expires_at_ms"] is None and item["created_at_ms"] <= item["updated_at_ms"]
+    assert item["expires_at_ms"] is None
+    assert item["created_at_ms"] <= item["updated_at_ms"]
     assert end == {"next": None}
     empty = run("memory", "list", store_url, "carol")
     assert empty.stdout.strip() == "No memory items in 'carol'."
@@ -173,3 +176,23 @@ def test_changing_a_missing_store_creates_nothing(tmp_path: Path) -> None:
     result = run("memory", "delete", path, "ada.notes", "n1", "--yes")
     assert result.exit_code == 1, result.output
     assert not path.exists()
+
+
+def test_export_import_and_copy_carry_memory_and_say_so(store_url: str, tmp_path: Path) -> None:
+    """`export --owner` carries that owner's items, `import` counts what it wrote and
+    skipped, and `copy` moves the rest."""
+    seed(store_url)
+    exported = tmp_path / "ada.jsonl"
+    done = run("export", store_url, "--owner", "ada", "-o", exported)
+    assert done.exit_code == 0, done.output
+    assert "(0 trees, 6 memory items," in done.stdout
+    target = tmp_path / "target.sqlite3"
+    first = run("import", target, exported)
+    assert "(0 trees, 6 memory items," in first.stdout
+    again = run("import", target, exported, "--json")
+    report = json.loads(again.stdout)
+    assert (report["memory_item_count"], report["skipped_memory_item_count"]) == (0, 6)
+    copied = run("copy", store_url, target, "--json")
+    report = json.loads(copied.stdout)
+    assert (report["memory_item_count"], report["skipped_memory_item_count"]) == (1, 6)
+    assert stored(str(target), ("bob", "prefs"), "lang") is not None

@@ -27,7 +27,7 @@ from turnstore.cli.common import (
     open_store,
 )
 from turnstore.cli.progress import progress_bar
-from turnstore.errors import SessionExists
+from turnstore.errors import MemoryItemExists, SessionExists
 from turnstore.records import TransferReport
 from turnstore.transfer import OnConflict
 
@@ -87,11 +87,16 @@ def show_transfer(
 
 
 def summary_line(report: TransferReport, verb: str, seconds: float, size: int | None) -> str:
-    """`Exported 3,000 sessions in 4.2 s (1,200 trees, 45,000 rows, 12.3 MiB).`, or
-    `Imported 0 of 60 sessions …; 60 skipped (already there).` when some were skipped."""
+    """`Exported 3,000 sessions in 4.2 s (1,200 trees, 80 memory items, 45,000 rows, 12.3
+    MiB).`, or `Imported 0 of 60 sessions …; 60 skipped (already there).` when some were
+    skipped (`0 of 80 memory items` when items were)."""
     moved, skipped = len(report.session_ids), len(report.skipped_session_ids)
     counted = f"{moved:,} of {moved + skipped:,}" if skipped else f"{moved:,}"
     parts = [f"{report.tree_count:,} trees", f"{report.row_count:,} rows"]
+    items = report.memory_item_count + report.skipped_memory_item_count
+    if items:
+        kept = f" of {items:,}" if report.skipped_memory_item_count else ""
+        parts.insert(1, f"{report.memory_item_count:,}{kept} memory items")
     if size is not None:
         parts.append(_size(size))
     line = f"{verb} {counted} sessions in {seconds:.1f} s ({', '.join(parts)})"
@@ -123,10 +128,13 @@ def conflicts(url: str) -> Iterator[None]:
     """Say how to get past a conflicting session in the command line's words."""
     try:
         yield
-    except SessionExists as error:
-        session = "a session" if error.session_id is None else repr(error.session_id)
+    except (SessionExists, MemoryItemExists) as error:
+        if isinstance(error, MemoryItemExists):
+            what = f"memory item {error.key!r} in {error.namespace!r}"
+        else:
+            what = "a session" if error.session_id is None else repr(error.session_id)
         raise click.ClickException(
-            f"{display_url(url)}: {session} exists with other content."
+            f"{display_url(url)}: {what} exists with other content."
             " Pass --on-conflict skip to keep it or --on-conflict replace to overwrite it"
         ) from None
 
@@ -182,9 +190,10 @@ def export(
     """Export session trees as versioned JSON Lines, one tree at a time.
 
     URL is the store; choose the trees with [SESSION_ID]... (each with its forks), --owner
-    or --all. Writes to standard output, refused on a terminal, or to -o FILE. The report
-    goes to standard error when the export goes to standard output. Memory does not grow
-    with the store or its trees, only with its largest row: about three times it.
+    or --all; the last two carry the owner's (or every) long-term memory item too. Writes
+    to standard output, refused on a terminal, or to -o FILE. The report goes to standard
+    error when the export goes to standard output. Memory does not grow with the store or
+    its trees, only with its largest row: about three times it.
     """
     ids, owner_id = selection(session_ids, every, owner)
     started = time.monotonic()
@@ -239,7 +248,8 @@ def import_(
 
     URL is the store (a SQLite file is created if missing) and FILE an export, - for
     standard input. Importing the same file twice changes nothing; a tree that differs
-    from an existing session fails the import unless --on-conflict says otherwise. Every
+    from an existing session (or a memory item that differs from one there) fails the
+    import unless --on-conflict says otherwise. Every
     row is decoded as the store's reads decode it; a tree with a row they would refuse is
     not imported. Memory does not grow with the file or its trees, only with its longest
     line: three to four times it, so lines over --max-line-mib are refused.
@@ -288,7 +298,8 @@ def copy(
     """Copy session trees from one store to another, e.g. SQLite to PostgreSQL.
 
     SRC_URL is read, DST_URL written (a SQLite file is created if missing); [SESSION_ID]...
-    or --owner choose the trees, all of them by default. Resumable: run it again after an
+    or --owner choose the trees, all of them by default; unless sessions are named, the
+    memory items go too (the owner's, or all). Resumable: run it again after an
     interruption and it skips the trees already copied. Memory grows only with the largest
     row: three to four times it.
     """

@@ -112,7 +112,9 @@ def matching(row: type[tuple[Any, ...]], head: str) -> str:
 _CURSOR_NUMBERS = itertools.count()
 """Names server-side cursors apart: a transaction may stream from two at once."""
 
-_WORDS = frozenset({"lock", "lock_skip", "key_share", "now", "now_ms", "ids", "children"})
+_WORDS = frozenset(
+    {"lock", "lock_skip", "key_share", "now", "now_ms", "ids", "children", "memory_searched"}
+)
 """The dialect words a statement template may name in braces."""
 
 
@@ -167,6 +169,10 @@ class MemoryText(Protocol):
     handed an item's words again to forget them, PostgreSQL's vector column goes with its
     row); what is put goes in with the put or, where that costs more, by `index_pending`.
     """
+
+    searched: str
+    """A condition on a `memory_items` row: whether its words are searched (put with `text`),
+    indexed yet or not."""
 
     def put(self, tx: Tx, row: MemoryInsert, text: bool) -> None:
         """Create or replace an item, searched by its words if `text` (indexed in the put,
@@ -245,6 +251,7 @@ class Dialect:
             "now_ms": self.now_ms,
             "ids": _InIds(self.in_ids),
             "children": self.children,
+            "memory_searched": self.memory_text.searched,
         }
         return template.format_map(words).replace("?", self.placeholder)
 

@@ -112,7 +112,9 @@ class BlockingUpkeep:
         """Write session trees to `out` in the export format (JSON Lines), one tree at a time.
 
         The trees of `session_ids` (a fork's whole tree, from its root), of an owner, or of
-        every session; each tree is read in one snapshot, so memory stays flat.
+        every session; each tree is read in one snapshot, so memory stays flat. Without
+        `session_ids`, the live long-term memory items follow (the owner's, or all), 500 to
+        a snapshot.
         """
         return self._driver.run(upkeep_ops.export_trees(out, session_ids, owner_id, progress))
 
@@ -128,8 +130,10 @@ class BlockingUpkeep:
 
         A tree whose sessions exist with other content raises `SessionExists` under
         `fail` (trees before it stay imported), is kept under `skip`, and replaced under
-        `replace`. A damaged or cut-off file, or a row no read could decode, raises
-        `InvalidInput` at the tree it damages. Memory peaks at three to four times the
+        `replace`; a live memory item, likewise, `MemoryItemExists` (its section of 500
+        items is one transaction; identical items are skipped). A damaged or cut-off file,
+        or a row no read could decode, raises `InvalidInput` at the tree or section it
+        damages. Memory peaks at three to four times the
         longest line; a line over `max_line_bytes` (64 MiB; None: no limit) raises
         `InvalidInput`.
         """

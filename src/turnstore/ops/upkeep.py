@@ -43,6 +43,7 @@ from turnstore.scripts import (
     sessions,
     stored_rows,
     transfer,
+    transfer_memory,
     upkeep,
 )
 from turnstore.scripts.transfer import MAX_LINE_BYTES as MAX_LINE_BYTES
@@ -50,8 +51,10 @@ from turnstore.scripts.transfer import LineSource
 from turnstore.scripts.transfer_rows import (
     ENCODER,
     FORMAT_VERSION,
+    READ_VERSIONS,
     ExportEnd,
     ExportHeader,
+    MemoryHeader,
     TreeHeader,
 )
 
@@ -297,7 +300,8 @@ def export_trees(
     owner_id: str | None,
     progress: Progress | None,
 ) -> Steps[TransferReport]:
-    """Write the trees of the named sessions (an owner's, or all) as an export file."""
+    """Write the trees of the named sessions (an owner's, or all) as an export file; with no
+    sessions named, the memory items (the owner's, or all) after them."""
     check_input(_binary(out, "write"), "out must be a binary stream (a file opened 'wb', BytesIO)")
     ids = None if session_ids is None else validate_session_ids(session_ids)
     if owner_id is not None:
@@ -315,9 +319,30 @@ def export_trees(
         report.row_count += rows
         if progress is not None:
             progress(done, len(roots))
-    out.write(ENCODER.encode(ExportEnd(tree_count=report.tree_count, row_count=report.row_count)))
+    if ids is None:
+        yield from _export_memory(out, owner_id, report)
+    end = ExportEnd(
+        tree_count=report.tree_count,
+        row_count=report.row_count,
+        memory_item_count=report.memory_item_count,
+    )
+    out.write(ENCODER.encode(end))
     out.write(b"\n")
     return report
+
+
+def _export_memory(out: IO[bytes], owner_id: str | None, report: TransferReport) -> Steps[None]:
+    """Write the live memory items (of `owner_id`, or all) in sections, one snapshot each."""
+    after: tuple[str, str] | None = None
+    while True:
+        section = yield from read(
+            partial(transfer_memory.export_section, out=out, owner_id=owner_id, after=after)
+        )
+        if section.last is None:
+            return
+        report.memory_item_count += section.item_count
+        report.row_count += section.row_count
+        after = section.last
 
 
 def import_trees(
@@ -326,7 +351,7 @@ def import_trees(
     progress: Progress | None,
     max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> Steps[TransferReport]:
-    """Write the trees of an export file, one transaction per tree."""
+    """Write the trees and memory sections of an export file, one transaction each."""
     check_input(
         _binary(source, "readline"), "source must be a binary stream (opened 'rb', BytesIO)"
     )
@@ -347,19 +372,37 @@ def import_trees(
     first = lines.next()
     if first is None or not isinstance(first[0], ExportHeader):
         raise InvalidInput("not a turnstore export: the first line is no turnstore_export header")
-    if first[0].format_version != FORMAT_VERSION:
+    if first[0].format_version not in READ_VERSIONS:
         raise InvalidInput(
-            f"export format version {first[0].format_version}; this build reads {FORMAT_VERSION}"
+            f"export format version {first[0].format_version}; this build reads"
+            f" {' and '.join(map(str, READ_VERSIONS))}"
         )
     report = TransferReport()
     while (read_line := lines.next()) is not None:
         line, _ = read_line
         if isinstance(line, ExportEnd):
-            if (line.tree_count, line.row_count) != (report.tree_count, report.row_count):
-                raise InvalidInput("export end line does not match the trees and rows before it")
+            ended = (line.tree_count, line.row_count, line.memory_item_count)
+            items = report.memory_item_count + report.skipped_memory_item_count
+            if ended != (report.tree_count, report.row_count, items):
+                raise InvalidInput(
+                    "export end line does not match the trees, rows and memory items before it"
+                )
             return report
+        if isinstance(line, MemoryHeader):
+            done = yield from write(
+                partial(
+                    transfer_memory.import_section,
+                    header=line,
+                    source=lines,
+                    on_conflict=on_conflict,
+                )
+            )
+            report.memory_item_count += done.written
+            report.skipped_memory_item_count += done.skipped
+            report.row_count += done.row_count
+            continue
         if not isinstance(line, TreeHeader):
-            raise InvalidInput(f"export line {lines.number}: expected a tree line")
+            raise InvalidInput(f"export line {lines.number}: expected a tree or memory line")
         outcome = yield from write(
             partial(transfer.import_tree, header=line, source=lines, on_conflict=on_conflict)
         )

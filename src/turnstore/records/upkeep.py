@@ -161,7 +161,8 @@ class MigrationReport(Record, kw_only=True):
 
 
 class TransferReport(Record, kw_only=True):
-    """What an export, import or copy carried: sessions, the trees skipped, rows."""
+    """What an export, import or copy carried: sessions, the trees skipped, memory items,
+    rows (memory's included)."""
 
     session_ids: list[str] = msgspec.field(default_factory=list)
     """Every session written (exported, imported or copied), in the order written."""
@@ -171,3 +172,7 @@ class TransferReport(Record, kw_only=True):
     """Sessions an import with `on_conflict="replace"` deleted before writing the file's."""
     tree_count: U64 = 0
     row_count: U64 = 0
+    memory_item_count: U64 = 0
+    """Long-term memory items written (exported, imported or copied)."""
+    skipped_memory_item_count: U64 = 0
+    """Memory items left alone: already present and the same, or kept on conflict."""

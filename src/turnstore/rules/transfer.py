@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from turnstore.errors import InvalidInput, SessionExists, SessionNotFound
+from turnstore.errors import InvalidInput, MemoryItemExists, SessionExists, SessionNotFound
+from turnstore.records.memory import SEPARATOR
 from turnstore.records.upkeep import OnConflict
 
 T = TypeVar("T")
@@ -119,3 +120,60 @@ def check_tree_session(root: str, session_id: str, summary: object | None) -> No
     """Refuse a tree listing a session whose sessions row it did not carry (`summary` None)."""
     if summary is None:
         raise InvalidInput(f"export tree {root!r} has no sessions row for {session_id!r}")
+
+
+def check_memory_conflict(on_conflict: OnConflict, namespace: str, key: str) -> None:
+    """Refuse, under `on_conflict='fail'`, a live memory item that holds other content."""
+    if on_conflict == "fail":
+        raise MemoryItemExists(
+            f"memory item {key!r} in {namespace!r} exists with other content; import with"
+            " on_conflict='skip' to keep it or 'replace' to overwrite it",
+            namespace=namespace,
+            key=key,
+        )
+
+
+def check_memory_item(
+    number: int,
+    namespace: str,
+    key: str,
+    ttl_ms: int | None,
+    expires_at_ms: int | None,
+    value_json: str,
+) -> None:
+    """Refuse an imported memory item (line `number`) no read could use: an empty label or
+    key, a time to live without an expiry (or the reverse), a value that is not JSON."""
+    problem = None
+    if not key or not all(namespace.split(SEPARATOR)):
+        problem = "an empty namespace label or key"
+    elif (ttl_ms is None) != (expires_at_ms is None) or (ttl_ms or 1) <= 0:
+        problem = "a time to live and an expiry that disagree"
+    else:
+        try:
+            msgspec.json.decode(value_json)
+        except msgspec.DecodeError:
+            problem = "a value that is not JSON"
+    if problem is not None:
+        raise InvalidInput(
+            f"export line {number}: memory item {key!r} in {namespace!r} has {problem}"
+        )
+
+
+def check_vector_follows(
+    number: int, vector: tuple[str, str], item: tuple[str, str] | None
+) -> None:
+    """Refuse a `memory_vectors` row (line `number`) that does not follow its item's row."""
+    if vector != item:
+        raise InvalidInput(f"export line {number}: a memory_vectors row does not follow its item")
+
+
+def check_memory_section(
+    number: int, read: tuple[int, int, str], said: tuple[int, int, str]
+) -> None:
+    """Refuse a memory section whose items, rows and digest are not what its line said."""
+    if read != said:
+        raise InvalidInput(
+            f"export line {number}: a memory section's rows do not match its memory line"
+            f" ({read[0]} items and {read[1]} rows read, {said[0]} and {said[1]} announced,"
+            " or another digest); nothing of it is imported"
+        )

@@ -18,8 +18,10 @@ from turnstore.rules.transfer import check_exportable_json
 
 Kind = Literal["int", "text", "bytes", "bool", "json"]
 
-FORMAT_VERSION = 1
-"""The version of the export format this build writes and reads."""
+FORMAT_VERSION = 2
+"""The version of the export format this build writes: 2 added long-term memory's sections."""
+READ_VERSIONS = (1, 2)
+"""The versions this build reads: a version 1 file is a version 2 file without memory."""
 
 _TYPES: dict[str, Any] = {"int": int, "text": str, "bytes": bytes, "bool": bool}
 
@@ -187,7 +189,25 @@ BLOBS = _table(
 """Content-addressed blobs, shared between sessions: a tree carries those its heads reach."""
 
 TABLES: tuple[Table, ...] = (SESSIONS, *SESSION_TABLES, BLOBS)
-"""Every table an export carries, in the order a tree's rows are written."""
+"""Every table a session tree carries, in the order a tree's rows are written."""
+MEMORY_ITEMS = _table(
+    "memory_items",
+    "namespace:text item_key:text owner_id:text? value_json:json created_at_ms:int"
+    " updated_at_ms:int ttl_ms:int? expires_at_ms:int? searched:bool",
+    "namespace item_key",
+    session_column="",
+)
+"""A long-term memory item; `searched` says whether its words are searched (`text=True`), which
+the database keeps in its own columns (the index itself is derived)."""
+MEMORY_VECTORS = _table(
+    "memory_vectors",
+    "namespace:text item_key:text field:text vector:bytes",
+    "namespace item_key field",
+    session_column="",
+)
+"""An item's embedding, one per field; its rows follow the item's own."""
+MEMORY_TABLES: tuple[Table, ...] = (MEMORY_ITEMS, MEMORY_VECTORS)
+"""The tables a memory section carries."""
 DERIVED_TABLES = frozenset({"search_items", "search_marks", "search_index_state"})
 """Tables an export leaves out (with SQLite's FTS5 tables, `search_fts*`): the search index,
 which an import rebuilds for what it writes, with the figures it derives
@@ -211,11 +231,21 @@ class TreeHeader(msgspec.Struct, tag_field="kind", tag="tree", kw_only=True):
     digest: str
 
 
-class ExportEnd(msgspec.Struct, tag_field="kind", tag="end", kw_only=True):
-    """The last line: how many trees and rows came before it (a shorter file is cut off)."""
+class MemoryHeader(msgspec.Struct, tag_field="kind", tag="memory", kw_only=True):
+    """The line before a section of memory items: how many items and rows, their SHA-256."""
+
+    item_count: int
+    row_count: int
+    digest: str
+
+
+class ExportEnd(msgspec.Struct, tag_field="kind", tag="end", kw_only=True, omit_defaults=True):
+    """The last line: how many trees, rows (memory's too) and memory items came before it (a
+    shorter file is cut off)."""
 
     tree_count: int
     row_count: int
+    memory_item_count: int = 0
 
 
 def _field(column: Column) -> tuple[str, Any] | tuple[str, Any, Any]:
@@ -239,14 +269,14 @@ ROW_TYPES: dict[str, type[msgspec.Struct]] = {
         rename=_RENAMED,
         omit_defaults=True,
     )
-    for table in TABLES
+    for table in (*TABLES, *MEMORY_TABLES)
 }
 """One record type per table, its fields the columns: decoding validates a row's shape."""
 
 TABLE_BY_NAME = {table.name: table for table in TABLES}
 """The tables by name."""
 
-_LINE: Any = Union[(ExportHeader, TreeHeader, ExportEnd, *ROW_TYPES.values())]
+_LINE: Any = Union[(ExportHeader, TreeHeader, MemoryHeader, ExportEnd, *ROW_TYPES.values())]
 LINE_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_LINE)
 """Decodes any line of an export, refusing unknown kinds, fields and mistyped values."""
 ENCODER = msgspec.json.Encoder()
@@ -286,7 +316,8 @@ def to_params(table: Table, record: msgspec.Struct) -> tuple[Any, ...]:
     return tuple(params)
 
 
-def record_table(record: object) -> Table | None:
-    """The table a decoded line's record belongs to; None for the format's own lines."""
+def record_table(record: object, tables: dict[str, Table] = TABLE_BY_NAME) -> Table | None:
+    """The table of `tables` (a tree's, unless told) a decoded line's record belongs to;
+    None for the format's own lines and another section's rows."""
     config = getattr(type(record), "__struct_config__", None)
-    return None if config is None else TABLE_BY_NAME.get(str(config.tag))
+    return None if config is None else tables.get(str(config.tag))

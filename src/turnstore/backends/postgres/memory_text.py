@@ -78,6 +78,9 @@ class TsvectorMemorySql(Statements):
 class TsvectorMemoryText:
     """PostgreSQL's `MemoryText`: the vector is written, and goes, with its row."""
 
+    searched = "words IS NOT NULL"
+    """An item put with `text` has a vector of its words (empty for a value without any)."""
+
     def put(self, tx: Tx, row: MemoryInsert, text: bool) -> None:
         """Write the item with the vector of its words (`text`) or none, in one statement."""
         held = (row.namespace, row.item_key)

@@ -171,6 +171,9 @@ def _forgotten(gone: Sequence[Gone]) -> list[list[object]]:
 class Fts5MemoryText:
     """SQLite's `MemoryText`: FTS5 is handed an item's words to add it and to forget it."""
 
+    searched = "(text_indexed = 1 OR words_pending = 1)"
+    """An item put with `text` waits for the indexer, or FTS5 holds its words."""
+
     def put(self, tx: Tx, row: MemoryInsert, text: bool) -> None:
         """Write the item. Searched by its `text`, its words wait for the indexer and FTS5 is
         left as it is (what it holds of the item is kept in `stale_words`); not searched, FTS5

@@ -1,0 +1,260 @@
+"""Transaction scripts of long-term memory's exports and imports: sections of items.
+
+An export writes the live items (of one owner, or all) in key order, `SECTION_ITEMS` to a
+section, each section read in one snapshot: a `memory` line giving its item and row counts and
+the SHA-256 of its rows' lines, then each item's row followed by its vectors' rows. An import
+writes each section in one transaction. An item already present and the same (value, owner,
+times, vectors, whether it is searched) is skipped, so importing a file twice changes
+nothing; one that differs is refused, kept or replaced as `on_conflict` says (an expired one
+is replaced). An item's words are indexed again by the database that imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, NamedTuple
+
+import msgspec
+
+from turnstore.engine.protocol import Query, Statements, Tx, insert, select
+from turnstore.records.memory import MemoryInsert
+from turnstore.records.upkeep import OnConflict
+from turnstore.rules.transfer import (
+    check_memory_conflict,
+    check_memory_item,
+    check_memory_section,
+    check_vector_follows,
+)
+from turnstore.scripts.transfer_rows import (
+    ENCODER,
+    MEMORY_ITEMS,
+    MEMORY_TABLES,
+    MEMORY_VECTORS,
+    MemoryHeader,
+    record_table,
+    to_params,
+    to_record,
+)
+
+SECTION_ITEMS = 500
+"""Items in one section: one read snapshot on export, one transaction on import."""
+SPOOL_BYTES = 8 << 20
+"""A section's lines are held in memory up to this size, then in a temporary file."""
+_TABLES = {table.name: table for table in MEMORY_TABLES}
+
+
+class ItemLine(NamedTuple):
+    """A `memory_items` row as an export carries it (`MEMORY_ITEMS`' columns)."""
+
+    namespace: str
+    item_key: str
+    owner_id: str | None
+    value_json: str
+    created_at_ms: int
+    updated_at_ms: int
+    ttl_ms: int | None
+    expires_at_ms: int | None
+    searched: bool
+
+
+class VectorLine(NamedTuple):
+    """A `memory_vectors` row (`MEMORY_VECTORS`' columns)."""
+
+    namespace: str
+    item_key: str
+    field: str
+    vector: bytes
+
+
+def _items(*, owner: bool, after: bool) -> Query[ItemLine]:
+    """A section's items in key order: live, of one owner or all, first or after a key."""
+    where = ["(expires_at_ms IS NULL OR expires_at_ms > {now_ms})"]
+    where += ["owner_id = ?"] if owner else []
+    where += ["(namespace > ? OR (namespace = ? AND item_key > ?))"] if after else []
+    rest = f"FROM memory_items WHERE {' AND '.join(where)} ORDER BY namespace, item_key LIMIT ?"
+    return select(ItemLine, rest, searched="{memory_searched}")
+
+
+class MemoryTransferSql(Statements):
+    """The statements of memory's exports and imports."""
+
+    first = _items(owner=False, after=False)
+    after = _items(owner=False, after=True)
+    owned_first = _items(owner=True, after=False)
+    owned_after = _items(owner=True, after=True)
+    # A section's items are one range of the key: their vectors are read as one range too.
+    vectors_between = select(
+        VectorLine,
+        "FROM memory_vectors WHERE namespace >= ? AND namespace <= ?"
+        " ORDER BY namespace, item_key, field",
+    )
+    item = select(
+        ItemLine,
+        "FROM memory_items WHERE namespace = ? AND item_key = ?",
+        searched="{memory_searched}",
+    )
+    item_vectors = select(
+        VectorLine, "FROM memory_vectors WHERE namespace = ? AND item_key = ? ORDER BY field"
+    )
+    now = "SELECT {now_ms}"
+    times = (
+        "UPDATE memory_items SET created_at_ms = ?, updated_at_ms = ?, expires_at_ms = ?"
+        " WHERE namespace = ? AND item_key = ?"
+    )
+    drop_vectors = "DELETE FROM memory_vectors WHERE namespace = ? AND item_key = ?"
+    add_vector = insert(VectorLine, "memory_vectors")
+
+
+class Section(NamedTuple):
+    """What one exported section held: items, rows, and the last item's key (None: none)."""
+
+    item_count: int
+    row_count: int
+    last: tuple[str, str] | None
+
+
+def section_records(
+    tx: Tx, owner_id: str | None, after: tuple[str, str] | None
+) -> Iterator[tuple[msgspec.Struct, tuple[str, str] | None]]:
+    """The rows of the next section: up to `SECTION_ITEMS` live items after `after` (of
+    `owner_id`, if given), each with its key, followed by its vectors (with None)."""
+    sql = tx.sql(MemoryTransferSql)
+    owned = () if owner_id is None else (owner_id,)
+    if after is None:
+        query = sql.first if owner_id is None else sql.owned_first
+        items = tx.rows(query, (*owned, SECTION_ITEMS))
+    else:
+        query = sql.after if owner_id is None else sql.owned_after
+        items = tx.rows(query, (*owned, after[0], after[0], after[1], SECTION_ITEMS))
+    if not items:
+        return
+    wanted = {(item.namespace, item.item_key) for item in items}
+    vectors: dict[tuple[str, str], list[VectorLine]] = {}
+    for vector in tx.rows(sql.vectors_between, (items[0].namespace, items[-1].namespace)):
+        if (vector.namespace, vector.item_key) in wanted:
+            vectors.setdefault((vector.namespace, vector.item_key), []).append(vector)
+    for item in items:
+        yield to_record(MEMORY_ITEMS, item), (item.namespace, item.item_key)
+        for vector in vectors.get((item.namespace, item.item_key), ()):
+            yield to_record(MEMORY_VECTORS, vector), None
+
+
+def export_section(
+    tx: Tx, out: IO[bytes], owner_id: str | None, after: tuple[str, str] | None
+) -> Section:
+    """Write the next section (its `memory` line, then its rows) to `out`, if any item is
+    left after `after`; what it held."""
+    digest = hashlib.sha256()
+    items = rows = 0
+    last: tuple[str, str] | None = None
+    # The memory line gives the rows' digest, so the rows are spooled while it is computed.
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        for record, key in section_records(tx, owner_id, after):
+            line = ENCODER.encode(record)
+            digest.update(line)
+            digest.update(b"\n")
+            spool.write(line)
+            spool.write(b"\n")
+            rows += 1
+            if key is not None:
+                items, last = items + 1, key
+        if items:
+            header = MemoryHeader(item_count=items, row_count=rows, digest=digest.hexdigest())
+            out.write(ENCODER.encode(header) + b"\n")
+            spool.seek(0)
+            shutil.copyfileobj(spool, out)
+    return Section(items, rows, last)
+
+
+@dataclass
+class MemoryOutcome:
+    """What an import did with one section: items written and skipped, rows read."""
+
+    written: int = 0
+    skipped: int = 0
+    row_count: int = 0
+
+
+@dataclass
+class _Item:
+    line: ItemLine
+    vectors: list[VectorLine] = field(default_factory=list)
+
+
+def import_section(
+    tx: Tx, header: MemoryHeader, source: Any, on_conflict: OnConflict
+) -> MemoryOutcome:
+    """Write one section's items from `source` (a `LineSource`); its counts and digest are
+    checked before the transaction commits, so a damaged section writes nothing."""
+    digest = hashlib.sha256()
+    outcome = MemoryOutcome()
+    items = 0
+    pending: _Item | None = None
+    while (read := source.next()) is not None:
+        record, size = read
+        table = record_table(record, _TABLES)
+        if table is None:
+            source.push_back(record, size)
+            break
+        digest.update(ENCODER.encode(record))
+        digest.update(b"\n")
+        outcome.row_count += 1
+        if table is MEMORY_ITEMS:
+            line = ItemLine(*to_params(table, record))
+            check_memory_item(
+                source.number,
+                line.namespace,
+                line.item_key,
+                line.ttl_ms,
+                line.expires_at_ms,
+                line.value_json,
+            )
+            if pending is not None:
+                _write(tx, pending, on_conflict, outcome)
+            pending = _Item(line)
+            items += 1
+            continue
+        vector = VectorLine(*to_params(table, record))
+        item = None if pending is None else (pending.line.namespace, pending.line.item_key)
+        check_vector_follows(source.number, (vector.namespace, vector.item_key), item)
+        if pending is not None:
+            pending.vectors.append(vector)
+    if pending is not None:
+        _write(tx, pending, on_conflict, outcome)
+    check_memory_section(
+        source.number,
+        (items, outcome.row_count, digest.hexdigest()),
+        (header.item_count, header.row_count, header.digest),
+    )
+    return outcome
+
+
+def _write(tx: Tx, item: _Item, on_conflict: OnConflict, outcome: MemoryOutcome) -> None:
+    """Write one item and its vectors, unless the same item is there or `on_conflict` keeps
+    a live one that differs."""
+    sql, line = tx.sql(MemoryTransferSql), item.line
+    key = (line.namespace, line.item_key)
+    held = tx.row(sql.item, key)
+    if held is not None:
+        vectors = [v._replace(vector=bytes(v.vector)) for v in tx.rows(sql.item_vectors, key)]
+        if (held._replace(searched=bool(held.searched)), vectors) == (line, item.vectors):
+            outcome.skipped += 1
+            return
+        live = held.expires_at_ms is None or held.expires_at_ms > tx.value(sql.now)
+        if live:
+            check_memory_conflict(on_conflict, *key)
+        if live and on_conflict == "skip":
+            outcome.skipped += 1
+            return
+    put = MemoryInsert(*key, line.owner_id, line.value_json, line.ttl_ms, line.ttl_ms)
+    tx.dialect.memory_text.put(tx, put, line.searched)
+    # The put stamps the database's time; the item keeps the times it was exported with.
+    tx.run(sql.times, (line.created_at_ms, line.updated_at_ms, line.expires_at_ms, *key))
+    tx.run(sql.drop_vectors, key)
+    if item.vectors:
+        tx.many(sql.add_vector, item.vectors)
+    outcome.written += 1
