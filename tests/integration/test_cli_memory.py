@@ -94,7 +94,7 @@ def test_list_shows_an_items_text_or_its_json_and_json_holds_the_value(store_url
     assert '{"tone":"short","weight":3}' in flat
     lines = run("memory", "list", store_url, "ada.prefs", "--json").json_lines()
     (item, end) = lines
-    assert (item["namespace"], item["key"]) == (["ada", "prefs"], "tone")
+    assert (item["namespace"], item["key"], item["owner_id"]) == (["ada", "prefs"], "tone", "ada")
     assert item["value"] == {"tone": "short", "weight": 3}
     assert item["expires_at_ms"] is None
     assert item["created_at_ms"] <= item["updated_at_ms"]

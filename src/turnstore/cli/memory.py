@@ -104,6 +104,7 @@ def _row_json(row: MemoryRow) -> dict[str, Any]:
     return {
         "namespace": list(namespace_of(row.namespace)),
         "key": row.key,
+        "owner_id": row.owner_id,
         "value": _value(row),
         "created_at_ms": row.created_at_ms,
         "updated_at_ms": row.updated_at_ms,
@@ -199,13 +200,14 @@ def list_items(
         console.print(f"No memory items in {_dotted(namespace)!r}.")
         return
     table = Table()
-    for name in ("updated", "namespace", "key", "value"):
+    for name in ("updated", "namespace", "key", "owner", "value"):
         table.add_column(name, overflow="fold")
     for row in rows:
         table.add_row(
             output.utc_seconds(row.updated_at_ms // 1000),
             escape_text(row.namespace),
             escape_text(row.key),
+            escape_text(row.owner_id or "-"),
             _preview(_value(row)),
         )
     output.show_table(console, table)
@@ -240,6 +242,7 @@ def show(url: str, namespace: tuple[str, ...], key: str, as_json: bool) -> None:
     when = [
         ("namespace", escape_text(row.namespace)),
         ("key", escape_text(row.key)),
+        ("owner", escape_text(row.owner_id or "-")),
         ("created", output.utc_seconds(row.created_at_ms // 1000)),
         ("updated", output.utc_seconds(row.updated_at_ms // 1000)),
     ]

@@ -55,7 +55,7 @@ MemoryWrite = MemoryPut | MemoryDelete
 
 
 class MemoryRow(NamedTuple):
-    """An item as stored: its value's JSON text, its times in Unix milliseconds."""
+    """An item as stored: its value's JSON text, its times in Unix milliseconds, its owner."""
 
     namespace: str
     key: str
@@ -64,6 +64,7 @@ class MemoryRow(NamedTuple):
     updated_at_ms: int
     expires_at_ms: int | None
     ttl_ms: int | None
+    owner_id: str | None = None
 
 
 class MemoryGet(NamedTuple):

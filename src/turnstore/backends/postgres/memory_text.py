@@ -20,7 +20,9 @@ from turnstore.engine.protocol import Query, Statements, Tx, insert
 from turnstore.records.memory import MemoryInsert, MemoryRow, MemoryTextQuery
 from turnstore.rules.search import Term, stored_value_words
 
-_ROW = "namespace, item_key, value_json, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms"
+_ROW = (
+    "namespace, item_key, value_json, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms, owner_id"
+)
 _UNDER = "(CAST(? AS TEXT) IS NULL OR namespace = ? OR (namespace >= ? AND namespace < ?))"
 _OWNED = "(CAST(? AS TEXT) IS NULL OR owner_id = ?)"
 _LIVE = "(NOT ? OR expires_at_ms IS NULL OR expires_at_ms > {now_ms})"

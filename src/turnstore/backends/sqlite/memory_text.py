@@ -26,7 +26,7 @@ from turnstore.rules.search import Term, stored_value_words
 
 _ROW = (
     "m.namespace, m.item_key, m.value_json, m.created_at_ms, m.updated_at_ms,"
-    " m.expires_at_ms, m.ttl_ms"
+    " m.expires_at_ms, m.ttl_ms, m.owner_id"
 )
 _UNDER = "(CAST(? AS TEXT) IS NULL OR m.namespace = ? OR (m.namespace >= ? AND m.namespace < ?))"
 _OWNED = "(CAST(? AS TEXT) IS NULL OR m.owner_id = ?)"
