@@ -26,6 +26,7 @@ from turnstore import (
 from turnstore.cli import main
 from turnstore.server.api import ENDPOINTS
 from turnstore.server.app import STREAM
+from turnstore.server.memory_api import MEMORY_ENDPOINTS
 
 from .data import new_session, runtime_graph, turn, warning
 
@@ -366,7 +367,7 @@ def test_the_openapi_document_lists_every_endpoint_with_resolvable_schemas(serve
     server = serve()
     document = server.get("/api/openapi.json").json()
     assert document["openapi"].startswith("3.1")
-    assert set(document["paths"]) == {e.path for e in (*ENDPOINTS, STREAM)}
+    assert set(document["paths"]) == {e.path for e in (*ENDPOINTS, *MEMORY_ENDPOINTS, STREAM)}
     components = document["components"]["schemas"]
     refs: list[str] = []
 

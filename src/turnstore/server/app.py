@@ -28,6 +28,7 @@ from turnstore.errors import (
     TurnstoreError,
 )
 from turnstore.server.api import ENDPOINTS, Endpoint
+from turnstore.server.memory_api import MEMORY_ENDPOINTS
 from turnstore.server.metrics import HttpMetrics, MetricsEndpoint
 from turnstore.server.openapi import openapi_document
 from turnstore.server.params import ApiError, error_response, json_response
@@ -63,7 +64,7 @@ def create_app(
     opened from a URL is closed when the application shuts down.
     """
     settings = settings or ServeSettings()
-    endpoints = (*ENDPOINTS, STREAM)
+    endpoints = (*ENDPOINTS, *MEMORY_ENDPOINTS, STREAM)
     document = openapi_document(endpoints)
 
     async def openapi(request: Request) -> Response:

@@ -1,8 +1,10 @@
 // The viewer's entry point: hash routes (#/ the catalog and search, #/s/<id> a session, with
-// ?item=<index>&sequence=<batch> a message of it) and the live badge.
+// ?item=<index>&sequence=<batch> a message of it, #/memory long-term memory, with ?ns=<namespace>
+// one namespace's items) and the live badge.
 
 import { catalogPage } from "./catalog.js";
 import { h } from "./dom.js";
+import { memoryPage } from "./memory.js";
 import { sessionPage } from "./session.js";
 
 const root = document.getElementById("app");
@@ -41,6 +43,10 @@ function route() {
       return notFound("This link does not name a session.");
     }
     leave = sessionPage(root, sessionId, live, messageTarget(new URLSearchParams(query)));
+    return;
+  }
+  if (path === "/memory") {
+    leave = memoryPage(root, new URLSearchParams(query));
     return;
   }
   document.title = "Sessions · turnstore";

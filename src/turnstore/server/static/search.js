@@ -1,13 +1,16 @@
 // The catalog's search of what was said: hits with the matched words marked, paged by
-// cursor, each linking to its message in the session's conversation.
+// cursor, each linking to its message in the session's conversation; above them the long-term
+// memory items that match, each marked as a memory and linking to its item.
 
 import { getJson } from "./api.js";
 import { messageHref } from "./conversation.js";
 import { h, num, replace, timeEl, visibleId, visibleText } from "./dom.js";
+import { dotted, memoryHref } from "./memory.js";
 
 const PAGE_SIZE = 20;
 const TYPE_DELAY_MS = 300;
 const MAX_SNIPPET = 2000;
+const MEMORY_HITS = 5;
 
 /** A kind of session as a badge (`—` for a session written before kinds were recorded). */
 export function kindBadge(kind, testid) {
@@ -53,6 +56,22 @@ function hitElement(hit) {
   );
 }
 
+function memoryHitElement(hit) {
+  const labels = Array.isArray(hit.namespace) ? hit.namespace.map(String) : [];
+  const key = String(hit.key ?? "");
+  return h("li", { class: "hit memory-hit", testid: "memory-hit", "data-namespace": labels.join(".").slice(0, 1024), "data-key": key.slice(0, 1024) },
+    h("a", { href: memoryHref(labels, key), class: "hit-link", testid: "memory-hit-link" },
+      h("div", { class: "hit-head" },
+        h("span", { class: "badge memory-badge", testid: "hit-memory-badge" }, "memory"),
+        h("span", { class: "mono hit-session" }, dotted(labels)),
+        h("span", { class: "mono muted" }, visibleId(key, 80)),
+        timeEl(hit.updated_at_ms),
+      ),
+      h("div", { class: "hit-snippet", testid: "search-snippet" }, markedSnippet(hit.snippet ?? "", hit.marks)),
+    ),
+  );
+}
+
 function errorText(error) {
   const message = error.message ?? String(error);
   if (error.status === 400) return `The query was refused: ${message}`;
@@ -74,6 +93,7 @@ export class SearchPanel {
     this.order.value = params.get("order") === "best" ? "best" : "newest";
     this.form = h("form", { class: "search-form", role: "search", testid: "search-form" }, this.input, this.order);
     this.title = h("h2", { testid: "search-title" });
+    this.memories = h("ol", { class: "hits memory-hits", testid: "memory-hits" });
     this.list = h("ol", { class: "hits", testid: "search-hits" });
     this.status = h("p", { class: "status", testid: "search-status", role: "status" });
     this.error = h("p", { class: "error search-error", testid: "search-error", hidden: true });
@@ -81,7 +101,7 @@ export class SearchPanel {
     const clear = h("button", { type: "button", class: "button small", testid: "search-clear" }, "Clear");
     this.el = h("section", { class: "card section search-card", testid: "search-results", hidden: true },
       h("header", { class: "section-head" }, this.title, clear),
-      h("div", { class: "section-body" }, this.list, this.error, this.status, this.more),
+      h("div", { class: "section-body" }, this.memories, this.list, this.error, this.status, this.more),
     );
     this.input.addEventListener("input", () => {
       clearTimeout(this.timer);
@@ -115,6 +135,7 @@ export class SearchPanel {
     if (q === last.q && order === last.order && owner === last.owner) return;
     this.state = { q, order, owner, cursor: null, done: !q.trim(), loading: false };
     this.list.replaceChildren();
+    this.memories.replaceChildren();
     this.status.textContent = "";
     this.error.hidden = true;
     this.more.hidden = true;
@@ -131,13 +152,21 @@ export class SearchPanel {
     this.more.disabled = true;
     this.status.textContent = "Searching…";
     try {
+      // The first page brings the best few memories too; a refused query is said once, by
+      // the conversations' search, which refuses what this one does.
+      const first = state.cursor === null;
+      const memories = first ? getJson("/api/memory/search", { q: state.q, owner: state.owner, limit: MEMORY_HITS }).catch(() => null) : null;
       const page = await getJson("/api/search", { q: state.q, owner: state.owner, order: state.order, limit: PAGE_SIZE, cursor: state.cursor });
+      const remembered = await memories;
       if (state !== this.state) return;
+      if (remembered && Array.isArray(remembered.hits)) {
+        for (const hit of remembered.hits) if (hit && typeof hit === "object") this.memories.append(memoryHitElement(hit));
+        state.moreMemories = Number.isInteger(remembered.next_offset);
+      }
       for (const hit of Array.isArray(page.hits) ? page.hits : []) if (hit && typeof hit === "object") this.list.append(hitElement(hit));
       state.cursor = typeof page.next_cursor === "string" && page.next_cursor ? page.next_cursor : null;
       state.done = state.cursor === null;
-      const count = this.list.childElementCount;
-      this.status.textContent = count === 0 ? "Nothing said matches." : `${num(count)} matching item${count === 1 ? "" : "s"}${state.done ? "" : " so far"}`;
+      this.status.textContent = this.counted(state);
     } catch (error) {
       if (state !== this.state) return;
       state.done = true;
@@ -151,6 +180,16 @@ export class SearchPanel {
         this.more.hidden = state.done;
       }
     }
+  }
+
+  /** What the status line says: the memories shown, then the items found so far. */
+  counted(state) {
+    const count = this.list.childElementCount;
+    const remembered = this.memories.childElementCount;
+    const items = count === 0 ? "nothing said matches" : `${num(count)} matching item${count === 1 ? "" : "s"}${state.done ? "" : " so far"}`;
+    if (remembered === 0) return items.charAt(0).toUpperCase() + items.slice(1) + (count === 0 ? "." : "");
+    const memories = `${num(remembered)} memor${remembered === 1 ? "y" : "ies"}${state.moreMemories ? " (the best; more on the memory page)" : ""}`;
+    return `${memories} · ${items}`;
   }
 
   stop() {
