@@ -10,13 +10,15 @@ the number or size of trees, only with the longest single row (three to four tim
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import IO
 
 from turnstore.faces.aio_store import Store
 from turnstore.faces.blocking_store import BlockingStore
 from turnstore.ops.upkeep import MAX_LINE_BYTES
+from turnstore.records.memory import MemoryItemCopy
 from turnstore.records.upkeep import OnConflict, Progress, TransferReport
+from turnstore.scripts import transfer_memory
 
 SPOOL_BYTES = 64 << 20
 """A copy holds up to this much of the export in memory, the rest in a temporary file."""
@@ -31,7 +33,20 @@ __all__ = [
     "export_jsonl_async",
     "import_jsonl",
     "import_jsonl_async",
+    "import_memory_items",
 ]
+
+
+def import_memory_items(
+    store: BlockingStore, items: Iterable[MemoryItemCopy], *, on_conflict: OnConflict = "fail"
+) -> TransferReport:
+    """Write memory items another store held, keeping their times and owners, as an import of
+    an export file holding only them: 500 to a transaction, identical items skipped, a
+    differing one refused, kept or replaced as `on_conflict` says, bad ones `InvalidInput`."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        transfer_memory.write_items(spool, iter(items))
+        spool.seek(0)
+        return store.upkeep.import_trees(spool, on_conflict=on_conflict, max_line_bytes=None)
 
 
 def export_jsonl(

@@ -23,12 +23,13 @@ from turnstore.records.memory import (
     MemoryCall,
     MemoryFindRequest,
     MemoryGet,
+    MemoryItemCopy,
     MemoryPut,
     MemoryRow,
     MemoryVector,
 )
 from turnstore.scripts.transfer_memory import SECTION_ITEMS
-from turnstore.transfer import copy_store, export_jsonl, import_jsonl
+from turnstore.transfer import copy_store, export_jsonl, import_jsonl, import_memory_items
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TRICKY = 'quote " backslash \\ tab \t NUL-free é 漢字 \U0001f600 lighthouse'
@@ -225,7 +226,11 @@ def _mangled(data: bytes, kind: bytes, change: Any) -> bytes:
     [
         (b"memory_items", lambda line: line.replace(b'"n": 1', b'"n": 2'), "do not match"),
         (b"memory_items", lambda line: line.replace(b'"ttl_ms":null', b'"ttl_ms":5'), "disagree"),
-        (b"memory_items", lambda line: line.replace(b'"item_key":"n1"', b'"item_key":""'), "empty"),
+        (
+            b"memory_items",
+            lambda line: line.replace(b'"item_key":"n1"', b'"item_key":""'),
+            "no put could write",
+        ),
         (b"memory_items", lambda line: line.replace(b'"searched":true', b'"searched":1'), "bool"),
         (
             b"memory_vectors",
@@ -271,3 +276,49 @@ def test_a_version_1_file_still_imports(store_url: str) -> None:
         again = export_bytes(target).splitlines()
     assert again[0].startswith(b'{"kind":"turnstore_export","format_version":2,')
     assert again[1:] == old.splitlines()[1:]
+
+
+def test_items_another_store_held_go_in_with_their_own_times(store_url: str) -> None:
+    """`import_memory_items` writes items as given (times, owner, expiry, searched or not),
+    skips identical ones, refuses or keeps differing ones, and refuses a place no put could
+    write, writing nothing of its section."""
+    later = 4_102_444_800_000  # 2100-01-01
+    items = [
+        MemoryItemCopy(
+            ("ada", "notes"),
+            f"k{n}",
+            json.dumps({"text": f"lighthouse {n}"}),
+            1_000,
+            2_000 + n,
+            "ada",
+        )
+        for n in range(3)
+    ]
+    items.append(
+        MemoryItemCopy(("bob",), "ttl", '{"text": "quiet"}', 5, 6, None, 60_000, later, False)
+    )
+    with turnstore.open_blocking(store_url) as target:
+        report = import_memory_items(target, items)
+        assert (report.memory_item_count, report.skipped_memory_item_count) == (4, 0)
+        row = memory_of(target, ("bob",), "ttl")
+        assert row is not None
+        assert (row.created_at_ms, row.updated_at_ms, row.ttl_ms, row.expires_at_ms) == (
+            5,
+            6,
+            60_000,
+            later,
+        )
+        assert row.owner_id is None
+        assert found(target, "lighthouse") == ["k0", "k1", "k2"]
+        assert found(target, "quiet") == []
+        again = import_memory_items(target, items)
+        assert (again.memory_item_count, again.skipped_memory_item_count) == (0, 4)
+        changed = [items[0]._replace(value_json='{"text": "other"}')]
+        with pytest.raises(MemoryItemExists):
+            import_memory_items(target, changed)
+        kept = import_memory_items(target, changed, on_conflict="skip")
+        assert kept.skipped_memory_item_count == 1
+        bad = [items[1]._replace(key="fresh"), items[1]._replace(key="x" * 300)]
+        with pytest.raises(InvalidInput, match="no put could write"):
+            import_memory_items(target, bad)
+        assert memory_of(target, ("ada", "notes"), "fresh") is None

@@ -178,6 +178,10 @@ FOREIGN_SQL = {
         "reads the OpenAI Agents SDK's own session tables (SQLiteSession's, SQLAlchemySession's):"
         " their sessions, which the Session protocol cannot list, read-only; never turnstore's"
     ),
+    "turnstore.integrations._memory_tables": (
+        "reads LangGraph's SqliteStore and PostgresStore tables and ADK's SqliteMemoryService"
+        " table: every item and memory, which their APIs cannot list whole, read-only"
+    ),
     "turnstore.integrations._adk_tables": (
         "reads Google ADK's DatabaseSessionService tables: their apps and users, which ADK's API"
         " cannot list, and their size on PostgreSQL, read-only; never turnstore's"

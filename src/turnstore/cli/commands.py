@@ -19,6 +19,7 @@ from turnstore.cli import (
     moves,
     moves_adk,  # noqa: F401  (adds `adk` to moves' groups)
     moves_agents,  # noqa: F401  (adds `openai-agents` to moves' groups)
+    moves_memory,  # noqa: F401  (adds `langgraph-store` and `adk-memory` to `import-from`)
     operate,
     output,
     paging,

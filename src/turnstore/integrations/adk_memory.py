@@ -95,6 +95,13 @@ def _user(app_name: str, user_id: str) -> tuple[str, ...]:
     return (ROOT, _label(app_name, "app name"), _label(user_id, "user ID"))
 
 
+def memory_place(
+    app_name: str, user_id: str, session_id: str, memory_id: str
+) -> tuple[tuple[str, ...], str]:
+    """Where the service keeps a memory of an event: its namespace and key."""
+    return (*_user(app_name, user_id), _label(session_id, "session ID")), memory_id
+
+
 def content_text(content: types.Content | None) -> str:
     """What a memory of this content is searched by: its parts' text, thoughts left out."""
     parts = content.parts if content is not None else None

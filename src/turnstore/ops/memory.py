@@ -14,7 +14,6 @@ from turnstore.engine.protocol import Engine, Tx
 from turnstore.errors import InvalidInput
 from turnstore.records.base import I64_MAX
 from turnstore.records.memory import (
-    SEPARATOR,
     MemoryAnswer,
     MemoryCall,
     MemoryCatalogPage,
@@ -25,32 +24,10 @@ from turnstore.records.memory import (
     MemoryPut,
     MemoryWrite,
 )
+from turnstore.rules.memory_names import MAX_LABEL, check_bytes, label, namespace
 from turnstore.rules.search import memory_terms, memory_value
 from turnstore.rules.validation import identifier, optional_identifier, top_field_equal
 from turnstore.scripts import memory as scripts
-
-MAX_LABEL = 255
-"""The longest namespace label or key, in characters."""
-MAX_BYTES = 1024
-"""The most UTF-8 bytes a stored namespace, a key or a vector's field may take: with all three
-an index entry stays well within PostgreSQL's b-tree limit (about 2.7 kB)."""
-
-
-def namespace(labels: object, what: str = "namespace") -> tuple[str, ...]:
-    """Refuse a namespace that is not a non-empty tuple of labels the store can key by."""
-    if not isinstance(labels, tuple) or not labels:
-        raise InvalidInput(f"{what} must be a non-empty tuple of strings")
-    for label in labels:
-        _label(label, f"{what} label")
-        if SEPARATOR in label:
-            raise InvalidInput(f"{what} label {label!r} cannot contain {SEPARATOR!r}")
-    _bytes(SEPARATOR.join(labels), what)
-    return labels
-
-
-def _bytes(text: str, what: str) -> None:
-    if len(text) * 4 > MAX_BYTES and len(text.encode()) > MAX_BYTES:
-        raise InvalidInput(f"{what} takes more than {MAX_BYTES} bytes of UTF-8")
 
 
 def _count(value: object, what: str, *, low: int) -> int:
@@ -66,16 +43,9 @@ def prefix(labels: object) -> tuple[str, ...] | None:
     return namespace(labels, "namespace prefix")
 
 
-def _label(value: object, what: str) -> str:
-    text = identifier(value, what)
-    if not text or len(text) > MAX_LABEL:
-        raise InvalidInput(f"{what} must be 1 to {MAX_LABEL} characters")
-    return text
-
-
 def _checked_write(one: MemoryWrite) -> MemoryWrite:
     namespace(one.namespace)
-    _bytes(_label(one.key, "memory key"), "memory key")
+    check_bytes(label(one.key, "memory key"), "memory key")
     if isinstance(one, MemoryDelete):
         return one
     value = identifier(one.value_json, "memory value")
@@ -87,7 +57,7 @@ def _checked_write(one: MemoryWrite) -> MemoryWrite:
         raise InvalidInput("a time to live must be a positive number of milliseconds")
     fields = [identifier(vector.field, "vector field") for vector in one.vectors or ()]
     for field in fields:
-        _bytes(field, "a vector's field")
+        check_bytes(field, "a vector's field")
     if len(set(fields)) < len(fields):
         raise InvalidInput("an item's vectors must each name a different field")
     if not all(type(vector.vector) is bytes for vector in one.vectors or ()):
@@ -98,7 +68,7 @@ def _checked_write(one: MemoryWrite) -> MemoryWrite:
 def _checked(call: MemoryCall) -> MemoryCall:
     for get in call.gets:
         namespace(get.namespace)
-        _bytes(_label(get.key, "memory key"), "memory key")
+        check_bytes(label(get.key, "memory key"), "memory key")
     for search in call.searches:
         if search.query is not None:
             memory_terms(search.query)

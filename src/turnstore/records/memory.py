@@ -155,6 +155,21 @@ class MemoryAnswer(NamedTuple):
     namespaces: list[list[str]]
 
 
+class MemoryItemCopy(NamedTuple):
+    """A memory item as another store holds it, to be written with its own times and owner
+    (`turnstore.transfer.import_memory_items`); `searched`: its words are searched."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value_json: str
+    created_at_ms: int
+    updated_at_ms: int
+    owner_id: str | None = None
+    ttl_ms: int | None = None
+    expires_at_ms: int | None = None
+    searched: bool = True
+
+
 class MemoryCatalogRequest(NamedTuple):
     """One page of the memory catalog: the namespaces that hold live items, in order.
 

@@ -10,6 +10,8 @@ import msgspec
 from turnstore.errors import InvalidInput, MemoryItemExists, SessionExists, SessionNotFound
 from turnstore.records.memory import SEPARATOR
 from turnstore.records.upkeep import OnConflict
+from turnstore.rules import memory_names
+from turnstore.rules.validation import optional_identifier
 
 T = TypeVar("T")
 
@@ -137,26 +139,42 @@ def check_memory_item(
     number: int,
     namespace: str,
     key: str,
+    owner_id: str | None,
     ttl_ms: int | None,
     expires_at_ms: int | None,
     value_json: str,
 ) -> None:
-    """Refuse an imported memory item (line `number`) no read could use: an empty label or
-    key, a time to live without an expiry (or the reverse), a value that is not JSON."""
-    problem = None
-    if not key or not all(namespace.split(SEPARATOR)):
-        problem = "an empty namespace label or key"
-    elif (ttl_ms is None) != (expires_at_ms is None) or (ttl_ms or 1) <= 0:
-        problem = "a time to live and an expiry that disagree"
-    else:
-        try:
-            msgspec.json.decode(value_json)
-        except msgspec.DecodeError:
-            problem = "a value that is not JSON"
+    """Refuse an imported memory item (line `number`) no put could have written: a namespace
+    or key the store cannot key by, a time to live without an expiry (or the reverse), a
+    value that is not JSON, an owner that is not an identifier."""
+    problem = _memory_problem(namespace, key, owner_id, ttl_ms, expires_at_ms, value_json)
     if problem is not None:
         raise InvalidInput(
             f"export line {number}: memory item {key!r} in {namespace!r} has {problem}"
         )
+
+
+def _memory_problem(
+    namespace: str,
+    key: str,
+    owner_id: str | None,
+    ttl_ms: int | None,
+    expires_at_ms: int | None,
+    value_json: str,
+) -> str | None:
+    try:
+        memory_names.namespace(tuple(namespace.split(SEPARATOR)))
+        memory_names.key(key)
+        optional_identifier(owner_id, "owner ID")
+    except InvalidInput as error:
+        return f"a place no put could write ({error})"
+    if (ttl_ms is None) != (expires_at_ms is None) or (ttl_ms or 1) <= 0:
+        return "a time to live and an expiry that disagree"
+    try:
+        msgspec.json.decode(value_json)
+    except msgspec.DecodeError:
+        return "a value that is not JSON"
+    return None
 
 
 def check_vector_follows(

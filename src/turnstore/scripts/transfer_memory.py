@@ -14,14 +14,14 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
 import msgspec
 
 from turnstore.engine.protocol import Query, Statements, Tx, insert, select
-from turnstore.records.memory import MemoryInsert
+from turnstore.records.memory import SEPARATOR, MemoryInsert, MemoryItemCopy
 from turnstore.records.upkeep import OnConflict
 from turnstore.rules.transfer import (
     check_memory_conflict,
@@ -29,11 +29,15 @@ from turnstore.rules.transfer import (
     check_memory_section,
     check_vector_follows,
 )
+from turnstore.schema.ddl import MIGRATIONS
 from turnstore.scripts.transfer_rows import (
     ENCODER,
+    FORMAT_VERSION,
     MEMORY_ITEMS,
     MEMORY_TABLES,
     MEMORY_VECTORS,
+    ExportEnd,
+    ExportHeader,
     MemoryHeader,
     record_table,
     to_params,
@@ -209,6 +213,7 @@ def import_section(
                 source.number,
                 line.namespace,
                 line.item_key,
+                line.owner_id,
                 line.ttl_ms,
                 line.expires_at_ms,
                 line.value_json,
@@ -258,3 +263,41 @@ def _write(tx: Tx, item: _Item, on_conflict: OnConflict, outcome: MemoryOutcome)
     if item.vectors:
         tx.many(sql.add_vector, item.vectors)
     outcome.written += 1
+
+
+def write_items(out: IO[bytes], items: Iterable[MemoryItemCopy]) -> int:
+    """Write `items` to `out` as an export file of memory sections alone (`SECTION_ITEMS` to a
+    section, in the order given); how many. An import checks each as it checks any export's."""
+    header = ExportHeader(format_version=FORMAT_VERSION, schema_version=len(MIGRATIONS))
+    out.write(ENCODER.encode(header) + b"\n")
+    count = rows = 0
+    batch: list[bytes] = []
+
+    def flush() -> None:
+        digest = hashlib.sha256(b"".join(batch)).hexdigest()
+        section = MemoryHeader(item_count=len(batch), row_count=len(batch), digest=digest)
+        out.write(ENCODER.encode(section) + b"\n")
+        out.write(b"".join(batch))
+        batch.clear()
+
+    for item in items:
+        line = ItemLine(
+            SEPARATOR.join(item.namespace),
+            item.key,
+            item.owner_id,
+            item.value_json,
+            item.created_at_ms,
+            item.updated_at_ms,
+            item.ttl_ms,
+            item.expires_at_ms,
+            item.searched,
+        )
+        batch.append(ENCODER.encode(to_record(MEMORY_ITEMS, line)) + b"\n")
+        count, rows = count + 1, rows + 1
+        if len(batch) == SECTION_ITEMS:
+            flush()
+    if batch:
+        flush()
+    end = ExportEnd(tree_count=0, row_count=rows, memory_item_count=count)
+    out.write(ENCODER.encode(end) + b"\n")
+    return count
