@@ -18,6 +18,7 @@ from turnstore.faces.blocking_store import BlockingStore
 from turnstore.ops.upkeep import MAX_LINE_BYTES
 from turnstore.records.memory import MemoryItemCopy
 from turnstore.records.upkeep import OnConflict, Progress, TransferReport
+from turnstore.rules.transfer import check_memory_copy
 from turnstore.scripts import transfer_memory
 
 SPOOL_BYTES = 64 << 20
@@ -27,6 +28,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "OnConflict",
     "Progress",
+    "check_memory_item",
     "copy_store",
     "copy_store_async",
     "export_jsonl",
@@ -37,12 +39,18 @@ __all__ = [
 ]
 
 
+def check_memory_item(item: MemoryItemCopy) -> None:
+    """Refuse (`InvalidInput`) an item no put could write, as `import_memory_items` would."""
+    check_memory_copy(item)
+
+
 def import_memory_items(
     store: BlockingStore, items: Iterable[MemoryItemCopy], *, on_conflict: OnConflict = "fail"
 ) -> TransferReport:
     """Write memory items another store held, keeping their times and owners, as an import of
     an export file holding only them: 500 to a transaction, identical items skipped, a
-    differing one refused, kept or replaced as `on_conflict` says, bad ones `InvalidInput`."""
+    differing one refused, kept or replaced as `on_conflict` says; an item no put could write
+    raises `InvalidInput` before any is written."""
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         transfer_memory.write_items(spool, iter(items))
         spool.seek(0)

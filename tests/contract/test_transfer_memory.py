@@ -128,6 +128,32 @@ def test_memory_round_trips_byte_for_byte_through_either_backend(
         assert export_bytes(again) == first
 
 
+def test_values_strict_json_refuses_move_as_they_were_stored(
+    source: BlockingStore, store_url: str
+) -> None:
+    """A value holding NaN (as LangGraph's `json.dumps` writes one) and any text put without
+    its words searched (a newline in it too) export, import and export again unchanged."""
+    put(
+        source,
+        item(("odd",), "nan", {"text": "not a number"}, "odd")._replace(
+            value_json='{"text": "not a number", "x": NaN}'
+        ),
+        MemoryPut(("odd",), "raw", "line one\nline two, not JSON", None, "odd"),
+    )
+    first = export_bytes(source)
+    with turnstore.open_blocking(store_url) as target:
+        import_jsonl(target, io.BytesIO(first))
+        assert export_bytes(target) == first
+        nan = memory_of(target, ("odd",), "nan")
+        raw = memory_of(target, ("odd",), "raw")
+        assert nan is not None
+        assert raw is not None
+        assert nan.value_json == '{"text": "not a number", "x": NaN}'
+        assert raw.value_json == "line one\nline two, not JSON"
+        # Searched by its words where it landed: the NaN did not stop the indexer.
+        assert found(target, "number") == ["nan"]
+
+
 def test_importing_twice_skips_every_item(source: BlockingStore, store_url: str) -> None:
     """The second import writes nothing and says so; the end line counts both."""
     data = export_bytes(source)
@@ -224,7 +250,7 @@ def _mangled(data: bytes, kind: bytes, change: Any) -> bytes:
 @pytest.mark.parametrize(
     ("kind", "change", "message"),
     [
-        (b"memory_items", lambda line: line.replace(b'"n": 1', b'"n": 2'), "do not match"),
+        (b"memory_items", lambda line: line.replace(b'\\"n\\": 1', b'\\"n\\": 2'), "do not match"),
         (b"memory_items", lambda line: line.replace(b'"ttl_ms":null', b'"ttl_ms":5'), "disagree"),
         (
             b"memory_items",
@@ -322,3 +348,11 @@ def test_items_another_store_held_go_in_with_their_own_times(store_url: str) -> 
         with pytest.raises(InvalidInput, match="no put could write"):
             import_memory_items(target, bad)
         assert memory_of(target, ("ada", "notes"), "fresh") is None
+        for bad, message in (
+            (items[1]._replace(namespace=("ada.notes",)), "cannot contain"),
+            (items[1]._replace(key="zero", ttl_ms=0, expires_at_ms=later), "disagree"),
+            (items[1]._replace(key="text", value_json="not JSON"), "no put could write"),
+        ):
+            with pytest.raises(InvalidInput, match=message):
+                import_memory_items(target, [bad])
+        assert memory_of(target, ("ada", "notes"), "zero") is None

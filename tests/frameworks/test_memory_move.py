@@ -130,6 +130,25 @@ def test_sqlite_store_items_move_in_as_langgraph_reads_them(
     source.close()
 
 
+def test_an_item_no_store_could_hold_stops_the_move_or_is_left_out(
+    sqlite_store: tuple[str, Any], tmp_path: Path
+) -> None:
+    """A key over 255 characters (SqliteStore takes it): the move stops naming it, or with
+    `--skip-bad` leaves it out and reports it, and moves the rest; the verify passes over it."""
+    path, theirs = sqlite_store
+    theirs.put(("ada",), "k" * 300, {"text": "too long a key"})
+    target = tmp_path / "ours.sqlite3"
+    stopped = run("import-from", "langgraph-store", path, target)
+    assert stopped.exit_code == 1
+    assert "--skip-bad" in stopped.output
+    done = run("import-from", "langgraph-store", path, target, "--skip-bad", "--verify", "--json")
+    assert done.exit_code == 0, done.output
+    body = json.loads(done.stdout)
+    assert body["written_count"] + body["present_count"] == 13
+    assert [problem["key"] for problem in body["skipped"]] == ["k" * 300]
+    assert body["verify"]["difference"] is None
+
+
 @pytest.fixture
 def postgres_store_source() -> Iterator[tuple[str, Any]]:
     """A LangGraph `PostgresStore` in a schema of its own, filled; its URL and the store."""

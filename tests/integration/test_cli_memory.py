@@ -196,3 +196,26 @@ def test_export_import_and_copy_carry_memory_and_say_so(store_url: str, tmp_path
     report = json.loads(copied.stdout)
     assert (report["memory_item_count"], report["skipped_memory_item_count"]) == (1, 6)
     assert stored(str(target), ("bob", "prefs"), "lang") is not None
+
+
+def test_values_strict_json_cannot_carry_are_listed_and_shown(store_url: str) -> None:
+    """NaN lists and prints (as null in --json, the stored text beside it); any text put
+    without its words searched shows as that text."""
+    with turnstore.open_blocking(store_url) as store:
+        writes = (
+            MemoryPut(("odd",), "nan", '{"x": NaN}', None, "odd"),
+            MemoryPut(("odd",), "raw", "plain text", None, "odd"),
+        )
+        store.memory.run(MemoryCall(writes=writes))
+    lines = run("memory", "list", store_url, "odd", "--json").json_lines()
+    shown = {line["key"]: line for line in lines[:-1]}
+    assert shown["nan"]["value"] == {"x": None}
+    assert shown["nan"]["value_json"] == '{"x": NaN}'
+    assert shown["raw"]["value"] == "plain text"
+    table = run("memory", "list", store_url, "odd")
+    assert table.exit_code == 0, table.output
+    assert "plain text" in table.stdout
+    for key, text in (("nan", "NaN"), ("raw", "plain text")):
+        printed = run("memory", "show", store_url, "odd", key)
+        assert printed.exit_code == 0, printed.output
+        assert text in printed.stdout

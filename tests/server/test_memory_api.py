@@ -95,3 +95,18 @@ def test_bad_memory_parameters_are_400_with_a_typed_error(
         answer = server.get(path, params=query)
         assert answer.status_code == 400, (path, query, answer.text)
         assert answer.json()["type"] == "InvalidInput", (path, query)
+
+
+def test_a_value_json_cannot_carry_is_shown_as_json_can(serve: Any, writer: BlockingStore) -> None:
+    """A value holding NaN comes as JSON (NaN as null) with the stored text beside it; a value
+    that is not JSON at all comes as its text."""
+    nan = MemoryPut(("odd",), "nan", '{"x": NaN, "text": "odd"}', None, "odd", text=True)
+    raw = MemoryPut(("odd",), "raw", "plain <b>text</b>", None, "odd")
+    writer.memory.run(MemoryCall(writes=(nan, raw)))
+    server = serve()
+    answer = server.get("/api/memory/items", params={"namespace": "odd"})
+    assert answer.status_code == 200, answer.text
+    shown = {item["key"]: item for item in answer.json()["items"]}
+    assert shown["nan"]["value"] == {"x": None, "text": "odd"}
+    assert shown["nan"]["value_json"] == '{"x": NaN, "text": "odd"}'
+    assert shown["raw"]["value"] == "plain <b>text</b>"

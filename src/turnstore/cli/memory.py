@@ -41,6 +41,7 @@ from turnstore.records.memory import (
     MemorySearch,
     namespace_of,
 )
+from turnstore.seam import json_loads
 
 PAGE = 20
 """Rows on one page unless `--limit` says otherwise."""
@@ -89,7 +90,12 @@ def _dotted(labels: tuple[str, ...]) -> str:
 
 
 def _value(row: MemoryRow) -> Any:
-    return msgspec.json.decode(row.value_json)
+    # As `json` decodes it (NaN then prints as null), or the text when it is not JSON: an
+    # item put without its words searched may hold any text.
+    try:
+        return json_loads(row.value_json)
+    except ValueError:
+        return row.value_json
 
 
 def _preview(value: Any) -> str:
@@ -106,6 +112,7 @@ def _row_json(row: MemoryRow) -> dict[str, Any]:
         "key": row.key,
         "owner_id": row.owner_id,
         "value": _value(row),
+        "value_json": row.value_json,
         "created_at_ms": row.created_at_ms,
         "updated_at_ms": row.updated_at_ms,
         "expires_at_ms": row.expires_at_ms,
@@ -249,7 +256,11 @@ def show(url: str, namespace: tuple[str, ...], key: str, as_json: bool) -> None:
     if row.expires_at_ms is not None:
         when.append(("expires", output.utc_seconds(row.expires_at_ms // 1000)))
     output.render_key_values(console, when)
-    console.print_json(row.value_json, highlight=False)
+    value = _value(row)
+    if isinstance(value, str) and value == row.value_json:
+        console.print(escape_text(value), soft_wrap=True)
+    else:
+        console.print_json(data=value, highlight=False)
 
 
 def _get(store: BlockingStore, namespace: tuple[str, ...], key: str) -> MemoryRow | None:

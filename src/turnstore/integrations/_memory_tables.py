@@ -71,11 +71,19 @@ class LangGraphSource:
         self._connection.close()
 
     def rows(self) -> Iterator[LangGraphRow]:
-        """Every item row, in key order, a batch at a time."""
-        cursor = self._connection.cursor()
-        cursor.execute(_LANGGRAPH_ROWS)
-        while batch := cursor.fetchmany(BATCH):
-            yield from (LangGraphRow(*row) for row in batch)
+        """Every item row, in key order, a batch at a time (on PostgreSQL through a cursor
+        on the server, in a read-only transaction of its own: the table is not fetched
+        whole)."""
+        if isinstance(self._connection, sqlite3.Connection):
+            cursor = self._connection.execute(_LANGGRAPH_ROWS)
+            while batch := cursor.fetchmany(BATCH):
+                yield from (LangGraphRow(*row) for row in batch)
+            return
+        with self._connection.transaction(), self._connection.cursor(name="store_rows") as named:
+            named.itersize = BATCH
+            named.execute(_LANGGRAPH_ROWS)
+            while batch := named.fetchmany(BATCH):
+                yield from (LangGraphRow(*row) for row in batch)
 
     def now_ms(self) -> int:
         """The source database's clock, which decides what has expired there."""

@@ -33,7 +33,7 @@ from turnstore.integrations._memory_tables import (
     to_ms,
 )
 from turnstore.records.memory import MemoryCall, MemoryGet, MemoryItemCopy, MemoryRow
-from turnstore.transfer import import_memory_items
+from turnstore.transfer import check_memory_item, import_memory_items
 
 __all__ = [
     "Difference",
@@ -144,7 +144,9 @@ def copy_langgraph_items(
                 continue
             report.item_count += 1
             try:
-                items.append(langgraph_item(row, owner, searched))
+                item = langgraph_item(row, owner, searched)
+                check_memory_item(item)
+                items.append(item)
             except (ValueError, msgspec.DecodeError) as error:
                 if not skip_bad:
                     raise ValueError(
@@ -198,7 +200,9 @@ def verify_langgraph_items(
         items = []
         for row in batch:
             try:
-                items.append(langgraph_item(row, first_label, searched))
+                item = langgraph_item(row, first_label, searched)
+                check_memory_item(item)
+                items.append(item)
             except (ValueError, msgspec.DecodeError):
                 continue  # a bad row was refused by the move, and reported there
         for item, copied in zip(items, _stored(store, items), strict=True):
@@ -272,10 +276,11 @@ async def copy_adk_memories(
 async def _present(service: Any, app: str, user: str, session: str, events: list[Any]) -> int:
     """How many of `events` the service holds already with the same text, author and time."""
     found = await _memories(service, app, user, session, [event.id for event in events])
+    # A memory deleted with `delete_memory` stays deleted: it is there, as the service keeps it.
     return sum(
         1
         for event, held in zip(events, found, strict=True)
-        if held is not None and _adk_difference(event, held) is None
+        if held is not None and (held.get("erased") or _adk_difference(event, held) is None)
     )
 
 

@@ -389,17 +389,13 @@ def import_trees(
                 )
             return report
         if isinstance(line, MemoryHeader):
+            section = transfer_memory.read_section(line, lines)
             done = yield from write(
-                partial(
-                    transfer_memory.import_section,
-                    header=line,
-                    source=lines,
-                    on_conflict=on_conflict,
-                )
+                partial(transfer_memory.write_section, items=section.items, on_conflict=on_conflict)
             )
             report.memory_item_count += done.written
             report.skipped_memory_item_count += done.skipped
-            report.row_count += done.row_count
+            report.row_count += section.row_count
             continue
         if not isinstance(line, TreeHeader):
             raise InvalidInput(f"export line {lines.number}: expected a tree or memory line")

@@ -8,10 +8,11 @@ from typing import Any, TypeVar
 import msgspec
 
 from turnstore.errors import InvalidInput, MemoryItemExists, SessionExists, SessionNotFound
-from turnstore.records.memory import SEPARATOR
+from turnstore.records.memory import SEPARATOR, MemoryItemCopy
 from turnstore.records.upkeep import OnConflict
 from turnstore.rules import memory_names
-from turnstore.rules.validation import optional_identifier
+from turnstore.rules.search import memory_value
+from turnstore.rules.validation import identifier, optional_identifier
 
 T = TypeVar("T")
 
@@ -143,11 +144,13 @@ def check_memory_item(
     ttl_ms: int | None,
     expires_at_ms: int | None,
     value_json: str,
+    searched: bool,
 ) -> None:
     """Refuse an imported memory item (line `number`) no put could have written: a namespace
     or key the store cannot key by, a time to live without an expiry (or the reverse), a
-    value that is not JSON, an owner that is not an identifier."""
-    problem = _memory_problem(namespace, key, owner_id, ttl_ms, expires_at_ms, value_json)
+    value a put would refuse (not text, or, searched by its words, not JSON), an owner that
+    is not an identifier."""
+    problem = _memory_problem(namespace, key, owner_id, ttl_ms, expires_at_ms, value_json, searched)
     if problem is not None:
         raise InvalidInput(
             f"export line {number}: memory item {key!r} in {namespace!r} has {problem}"
@@ -161,6 +164,7 @@ def _memory_problem(
     ttl_ms: int | None,
     expires_at_ms: int | None,
     value_json: str,
+    searched: bool,
 ) -> str | None:
     try:
         memory_names.namespace(tuple(namespace.split(SEPARATOR)))
@@ -168,13 +172,31 @@ def _memory_problem(
         optional_identifier(owner_id, "owner ID")
     except InvalidInput as error:
         return f"a place no put could write ({error})"
-    if (ttl_ms is None) != (expires_at_ms is None) or (ttl_ms or 1) <= 0:
+    if (ttl_ms is None) != (expires_at_ms is None) or (ttl_ms is not None and ttl_ms <= 0):
         return "a time to live and an expiry that disagree"
     try:
-        msgspec.json.decode(value_json)
-    except msgspec.DecodeError:
-        return "a value that is not JSON"
+        identifier(value_json, "memory value")
+        if searched:
+            # A put searched by its words takes only what its words can be read from.
+            memory_value(value_json)
+    except InvalidInput as error:
+        return f"a value no put could write ({error})"
     return None
+
+
+def check_memory_copy(item: MemoryItemCopy) -> None:
+    """Refuse an item another store held that no put could write (`import_memory_items`)."""
+    try:
+        memory_names.namespace(item.namespace)
+    except InvalidInput as error:
+        raise InvalidInput(f"memory item {item.key!r}: {error}") from None
+    text = SEPARATOR.join(item.namespace)
+    problem = _memory_problem(
+        text, item.key, item.owner_id, item.ttl_ms, item.expires_at_ms, item.value_json,
+        item.searched,
+    )  # fmt: skip
+    if problem is not None:
+        raise InvalidInput(f"memory item {item.key!r} in {text!r} has {problem}")
 
 
 def check_vector_follows(

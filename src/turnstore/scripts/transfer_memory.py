@@ -25,6 +25,7 @@ from turnstore.records.memory import SEPARATOR, MemoryInsert, MemoryItemCopy
 from turnstore.records.upkeep import OnConflict
 from turnstore.rules.transfer import (
     check_memory_conflict,
+    check_memory_copy,
     check_memory_item,
     check_memory_section,
     check_vector_follows,
@@ -78,7 +79,8 @@ def _items(*, owner: bool, after: bool) -> Query[ItemLine]:
     """A section's items in key order: live, of one owner or all, first or after a key."""
     where = ["(expires_at_ms IS NULL OR expires_at_ms > {now_ms})"]
     where += ["owner_id = ?"] if owner else []
-    where += ["(namespace > ? OR (namespace = ? AND item_key > ?))"] if after else []
+    # A row value: both databases read it as one range of the primary key.
+    where += ["(namespace, item_key) > (?, ?)"] if after else []
     rest = f"FROM memory_items WHERE {' AND '.join(where)} ORDER BY namespace, item_key LIMIT ?"
     return select(ItemLine, rest, searched="{memory_searched}")
 
@@ -93,8 +95,8 @@ class MemoryTransferSql(Statements):
     # A section's items are one range of the key: their vectors are read as one range too.
     vectors_between = select(
         VectorLine,
-        "FROM memory_vectors WHERE namespace >= ? AND namespace <= ?"
-        " ORDER BY namespace, item_key, field",
+        "FROM memory_vectors WHERE (namespace, item_key) >= (?, ?)"
+        " AND (namespace, item_key) <= (?, ?) ORDER BY namespace, item_key, field",
     )
     item = select(
         ItemLine,
@@ -133,12 +135,14 @@ def section_records(
         items = tx.rows(query, (*owned, SECTION_ITEMS))
     else:
         query = sql.after if owner_id is None else sql.owned_after
-        items = tx.rows(query, (*owned, after[0], after[0], after[1], SECTION_ITEMS))
+        items = tx.rows(query, (*owned, *after, SECTION_ITEMS))
     if not items:
         return
     wanted = {(item.namespace, item.item_key) for item in items}
     vectors: dict[tuple[str, str], list[VectorLine]] = {}
-    for vector in tx.rows(sql.vectors_between, (items[0].namespace, items[-1].namespace)):
+    first, last = items[0], items[-1]
+    span = (first.namespace, first.item_key, last.namespace, last.item_key)
+    for vector in tx.rows(sql.vectors_between, span):
         if (vector.namespace, vector.item_key) in wanted:
             vectors.setdefault((vector.namespace, vector.item_key), []).append(vector)
     for item in items:
@@ -176,11 +180,10 @@ def export_section(
 
 @dataclass
 class MemoryOutcome:
-    """What an import did with one section: items written and skipped, rows read."""
+    """What an import did with one section: items written and skipped."""
 
     written: int = 0
     skipped: int = 0
-    row_count: int = 0
 
 
 @dataclass
@@ -189,15 +192,21 @@ class _Item:
     vectors: list[VectorLine] = field(default_factory=list)
 
 
-def import_section(
-    tx: Tx, header: MemoryHeader, source: Any, on_conflict: OnConflict
-) -> MemoryOutcome:
-    """Write one section's items from `source` (a `LineSource`); its counts and digest are
-    checked before the transaction commits, so a damaged section writes nothing."""
+class ReadSection(NamedTuple):
+    """A section read and checked: its items with their vectors, and how many rows it had."""
+
+    items: list[_Item]
+    row_count: int
+
+
+def read_section(header: MemoryHeader, source: Any) -> ReadSection:
+    """Read one section's rows from `source` (a `LineSource`) and check them, its counts and
+    its digest, before any is written: a damaged section writes nothing, and a transaction
+    tried again writes the same items (the lines are not read twice). A section is at most
+    `SECTION_ITEMS` items, held while it is written."""
     digest = hashlib.sha256()
-    outcome = MemoryOutcome()
-    items = 0
-    pending: _Item | None = None
+    items: list[_Item] = []
+    rows = 0
     while (read := source.next()) is not None:
         record, size = read
         table = record_table(record, _TABLES)
@@ -206,7 +215,7 @@ def import_section(
             break
         digest.update(ENCODER.encode(record))
         digest.update(b"\n")
-        outcome.row_count += 1
+        rows += 1
         if table is MEMORY_ITEMS:
             line = ItemLine(*to_params(table, record))
             check_memory_item(
@@ -217,24 +226,28 @@ def import_section(
                 line.ttl_ms,
                 line.expires_at_ms,
                 line.value_json,
+                line.searched,
             )
-            if pending is not None:
-                _write(tx, pending, on_conflict, outcome)
-            pending = _Item(line)
-            items += 1
+            items.append(_Item(line))
             continue
         vector = VectorLine(*to_params(table, record))
-        item = None if pending is None else (pending.line.namespace, pending.line.item_key)
-        check_vector_follows(source.number, (vector.namespace, vector.item_key), item)
-        if pending is not None:
-            pending.vectors.append(vector)
-    if pending is not None:
-        _write(tx, pending, on_conflict, outcome)
+        last = (items[-1].line.namespace, items[-1].line.item_key) if items else None
+        check_vector_follows(source.number, (vector.namespace, vector.item_key), last)
+        items[-1].vectors.append(vector)
     check_memory_section(
         source.number,
-        (items, outcome.row_count, digest.hexdigest()),
+        (len(items), rows, digest.hexdigest()),
         (header.item_count, header.row_count, header.digest),
     )
+    return ReadSection(items, rows)
+
+
+def write_section(tx: Tx, items: list[_Item], on_conflict: OnConflict) -> MemoryOutcome:
+    """Write a read section's items in this transaction: each unless the same item is there
+    or `on_conflict` keeps a live one that differs."""
+    outcome = MemoryOutcome()
+    for item in items:
+        _write(tx, item, on_conflict, outcome)
     return outcome
 
 
@@ -267,7 +280,8 @@ def _write(tx: Tx, item: _Item, on_conflict: OnConflict, outcome: MemoryOutcome)
 
 def write_items(out: IO[bytes], items: Iterable[MemoryItemCopy]) -> int:
     """Write `items` to `out` as an export file of memory sections alone (`SECTION_ITEMS` to a
-    section, in the order given); how many. An import checks each as it checks any export's."""
+    section, in the order given); how many. An item no put could write raises `InvalidInput`
+    before anything is imported."""
     header = ExportHeader(format_version=FORMAT_VERSION, schema_version=len(MIGRATIONS))
     out.write(ENCODER.encode(header) + b"\n")
     count = rows = 0
@@ -281,6 +295,7 @@ def write_items(out: IO[bytes], items: Iterable[MemoryItemCopy]) -> int:
         batch.clear()
 
     for item in items:
+        check_memory_copy(item)
         line = ItemLine(
             SEPARATOR.join(item.namespace),
             item.key,

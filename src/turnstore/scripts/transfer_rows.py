@@ -192,13 +192,15 @@ TABLES: tuple[Table, ...] = (SESSIONS, *SESSION_TABLES, BLOBS)
 """Every table a session tree carries, in the order a tree's rows are written."""
 MEMORY_ITEMS = _table(
     "memory_items",
-    "namespace:text item_key:text owner_id:text? value_json:json created_at_ms:int"
+    "namespace:text item_key:text owner_id:text? value_json:text created_at_ms:int"
     " updated_at_ms:int ttl_ms:int? expires_at_ms:int? searched:bool",
     "namespace item_key",
     session_column="",
 )
 """A long-term memory item; `searched` says whether its words are searched (`text=True`), which
-the database keeps in its own columns (the index itself is derived)."""
+the database keeps in its own columns (the index itself is derived). Its value is written as a
+string, the stored text exactly: a put takes what strict JSON refuses (`NaN`, or any text at
+all when the words are not searched), which no line could embed."""
 MEMORY_VECTORS = _table(
     "memory_vectors",
     "namespace:text item_key:text field:text vector:bytes",

@@ -21,6 +21,7 @@ from turnstore.records.memory import (
     MemorySearch,
     namespace_of,
 )
+from turnstore.seam import json_loads
 from turnstore.server import params
 from turnstore.server.api import Endpoint, Param, settings_of, store_of
 from turnstore.server.params import ApiError, json_response
@@ -45,12 +46,16 @@ class MemoryCatalogBody(msgspec.Struct, kw_only=True):
 
 
 class MemoryItemBody(msgspec.Struct, kw_only=True):
-    """One live item: where it is, its owner, its value as stored, its times."""
+    """One live item: where it is, its owner, its value and the text it is stored as, its
+    times."""
 
     namespace: list[str]
     key: str
     owner_id: str | None
     value: Any
+    """The value decoded (a number JSON cannot write, `NaN`, as null), or the stored text
+    itself when it is not JSON (an item put without its words searched may hold any text)."""
+    value_json: str
     created_at_ms: int
     updated_at_ms: int
     expires_at_ms: int | None
@@ -132,12 +137,22 @@ async def namespaces(request: Request) -> Response:
     return json_response(MemoryCatalogBody(namespaces=found, next_after=following))
 
 
+def shown_value(value_json: str) -> Any:
+    """A stored value as JSON can carry it: decoded as Python's `json` decodes it (`NaN` then
+    becomes null on the way out), or the text itself when it is not JSON."""
+    try:
+        return json_loads(value_json)
+    except ValueError:
+        return value_json
+
+
 def _item(row: MemoryRow) -> MemoryItemBody:
     return MemoryItemBody(
         namespace=list(namespace_of(row.namespace)),
         key=row.key,
         owner_id=row.owner_id,
-        value=msgspec.Raw(row.value_json.encode()),
+        value=shown_value(row.value_json),
+        value_json=row.value_json,
         created_at_ms=row.created_at_ms,
         updated_at_ms=row.updated_at_ms,
         expires_at_ms=row.expires_at_ms,

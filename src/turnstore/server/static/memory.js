@@ -32,7 +32,7 @@ export function memoryPage(root, params) {
   const page = h("section", { class: "page memory-page", testid: "memory-page" }, head);
   root.replaceChildren(page);
   if (namespace) {
-    stops.push(itemsCard(page, namespace, params.get("key")));
+    stops.push(itemsCard(page, namespace, params.get("key") === null ? null : { namespace, key: params.get("key") }));
   } else {
     stops.push(namespacesCard(page, ownerInput));
   }
@@ -140,10 +140,12 @@ function itemsCard(page, namespace, target) {
   };
 }
 
+// `target` is the item a search hit named: its key in the page's own namespace (a key of the
+// same name below it is another item).
 function itemElement(item, target) {
   const key = String(item.key ?? "");
   const labels = Array.isArray(item.namespace) ? item.namespace : [];
-  const chosen = target !== null && key === target;
+  const chosen = target !== null && key === target.key && labels.join(".") === target.namespace;
   return h("li", { class: `memory-item${chosen ? " target" : ""}`, testid: "memory-item", "data-key": key.slice(0, 1024) },
     h("div", { class: "hit-head" },
       h("span", { class: "mono hit-session", testid: "memory-key" }, visibleId(key, 200)),
