@@ -105,16 +105,22 @@ def test_the_top_level_is_narrow_and_the_namespaces_do_not_overlap() -> None:
         "mysql://x",
         "sqlite://",
         "sqlite:///:memory:",
+        ":memory:",
         "",
         "postgresql://localhost/db?schema=Bad-Name",
         "postgresql://localhost/db?pool_max_size=many",
         "postgresql://localhost/db?pool_min_size=5&pool_max_size=2",
     ],
 )
-def test_unusable_urls_are_refused_with_a_config_error(url: str) -> None:
-    """open() refuses URLs it cannot serve with a typed, explained error."""
+def test_unusable_urls_are_refused_with_a_config_error(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """open() refuses URLs it cannot serve with a typed, explained error, and makes no file
+    (`:memory:` is sqlite3's word for an in-memory database, not a file name)."""
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(turnstore.ConfigError):
         turnstore.open_blocking(url)
+    assert list(tmp_path.iterdir()) == []
 
 
 async def test_a_closed_store_refuses_calls(tmp_path) -> None:

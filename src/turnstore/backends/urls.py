@@ -38,6 +38,10 @@ def open_engine(
         raise ConfigError("store URL must be a non-empty string or path")
     scheme, separator, rest = url.partition("://")
     if not separator:
+        if url == ":memory:":
+            # sqlite3's word for an in-memory database: as a path it would make a file of
+            # that name in the working folder, which is never what was meant.
+            raise ConfigError("in-memory SQLite is unsupported: the store needs a database file")
         mistyped = _MISTYPED_URL.fullmatch(url)
         if mistyped:
             raise ConfigError(_mistyped(mistyped[1].lower(), mistyped[2].lstrip("/")))
