@@ -41,7 +41,6 @@ from turnstore.records.memory import (
     MemorySearch,
     namespace_of,
 )
-from turnstore.seam import json_loads
 
 PAGE = 20
 """Rows on one page unless `--limit` says otherwise."""
@@ -89,15 +88,6 @@ def _dotted(labels: tuple[str, ...]) -> str:
     return SEPARATOR.join(labels)
 
 
-def _value(row: MemoryRow) -> Any:
-    # As `json` decodes it (NaN then prints as null), or the text when it is not JSON: an
-    # item put without its words searched may hold any text.
-    try:
-        return json_loads(row.value_json)
-    except ValueError:
-        return row.value_json
-
-
 def _preview(value: Any) -> str:
     """What a table shows of a value: its `text` when it has one (an ADK memory, most notes
     people write), else the whole value as compact JSON; cut to a line."""
@@ -111,7 +101,7 @@ def _row_json(row: MemoryRow) -> dict[str, Any]:
         "namespace": list(namespace_of(row.namespace)),
         "key": row.key,
         "owner_id": row.owner_id,
-        "value": _value(row),
+        "value": row.decoded_value(),
         "value_json": row.value_json,
         "created_at_ms": row.created_at_ms,
         "updated_at_ms": row.updated_at_ms,
@@ -215,7 +205,7 @@ def list_items(
             escape_text(row.namespace),
             escape_text(row.key),
             escape_text(row.owner_id or "-"),
-            _preview(_value(row)),
+            _preview(row.decoded_value()),
         )
     output.show_table(console, table)
     if following is not None:
@@ -256,7 +246,7 @@ def show(url: str, namespace: tuple[str, ...], key: str, as_json: bool) -> None:
     if row.expires_at_ms is not None:
         when.append(("expires", output.utc_seconds(row.expires_at_ms // 1000)))
     output.render_key_values(console, when)
-    value = _value(row)
+    value = row.decoded_value()
     if isinstance(value, str) and value == row.value_json:
         console.print(escape_text(value), soft_wrap=True)
     else:

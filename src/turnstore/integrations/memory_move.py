@@ -16,7 +16,7 @@ stores what it is given; adding it again changes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import groupby, islice
 from pathlib import Path
@@ -33,6 +33,7 @@ from turnstore.integrations._memory_tables import (
     to_ms,
 )
 from turnstore.records.memory import MemoryCall, MemoryGet, MemoryItemCopy, MemoryRow
+from turnstore.seam import json_loads
 from turnstore.transfer import check_memory_item, import_memory_items
 
 __all__ = [
@@ -86,11 +87,13 @@ class MemoryVerifyReport:
 
 
 def _value_json(value: Any) -> str:
-    """A stored value (SQLite's JSON text, PostgreSQL's decoded jsonb) as compact JSON."""
-    decoded = msgspec.json.decode(value) if isinstance(value, str | bytes) else value
+    """A stored value as the text to keep: SQLite's JSON text (or bytes) as it is written,
+    PostgreSQL's decoded jsonb as compact JSON; a verify compares the same text."""
+    text = value.decode() if isinstance(value, bytes) else value
+    decoded = json_loads(text) if isinstance(text, str) else value
     if not isinstance(decoded, dict):
         raise ValueError("the value is not a JSON object")
-    return msgspec.json.encode(decoded).decode()
+    return text if isinstance(text, str) else msgspec.json.encode(decoded).decode()
 
 
 def langgraph_item(
@@ -134,14 +137,11 @@ def copy_langgraph_items(
     or with `skip_bad` is reported and left out."""
     started = time.monotonic()
     report = MemoryMoveReport()
-    now = source.now_ms()
-    rows = source.rows()
+    rows = _live(source)
     while batch := list(islice(rows, BATCH)):
         items = []
         for row in batch:
             place = (tuple(str(row.prefix).split(".")), str(row.key))
-            if row.expires_at is not None and to_ms(row.expires_at) <= now:
-                continue
             report.item_count += 1
             try:
                 item = langgraph_item(row, owner, searched)
@@ -165,9 +165,14 @@ def copy_langgraph_items(
 def count_langgraph_items(source: LangGraphSource) -> MemoryMoveReport:
     """How many live items `source` holds (a dry run's count)."""
     started = time.monotonic()
-    now = source.now_ms()
-    count = sum(1 for row in source.rows() if row.expires_at is None or to_ms(row.expires_at) > now)
+    count = sum(1 for _ in _live(source))
     return MemoryMoveReport(item_count=count, seconds=time.monotonic() - started)
+
+
+def _live(source: LangGraphSource) -> Iterator[LangGraphRow]:
+    """The source's rows that have not expired by its own clock."""
+    now = source.now_ms()
+    return (row for row in source.rows() if row.expires_at is None or to_ms(row.expires_at) > now)
 
 
 def _stored(store: BlockingStore, items: list[MemoryItemCopy]) -> list[MemoryRow | None]:
@@ -178,7 +183,7 @@ def _stored(store: BlockingStore, items: list[MemoryItemCopy]) -> list[MemoryRow
 def _differs(item: MemoryItemCopy, row: MemoryRow | None) -> str | None:
     if row is None:
         return "missing from the store"
-    if msgspec.json.decode(row.value_json) != msgspec.json.decode(item.value_json):
+    if row.value_json != item.value_json:
         return "the value differs"
     if (row.created_at_ms, row.updated_at_ms) != (item.created_at_ms, item.updated_at_ms):
         return "the times differ"
@@ -187,20 +192,17 @@ def _differs(item: MemoryItemCopy, row: MemoryRow | None) -> str | None:
     return None
 
 
-def verify_langgraph_items(
-    source: LangGraphSource, store: BlockingStore, *, searched: bool = True
-) -> MemoryVerifyReport:
+def verify_langgraph_items(source: LangGraphSource, store: BlockingStore) -> MemoryVerifyReport:
     """Read every live source item and its copy back and compare value, times and time to
     live; the first difference (None: none)."""
     started = time.monotonic()
     report = MemoryVerifyReport()
-    now = source.now_ms()
-    live = (row for row in source.rows() if row.expires_at is None or to_ms(row.expires_at) > now)
+    live = _live(source)
     while batch := list(islice(live, BATCH)):
         items = []
         for row in batch:
             try:
-                item = langgraph_item(row, first_label, searched)
+                item = langgraph_item(row, first_label, searched=True)
                 check_memory_item(item)
                 items.append(item)
             except (ValueError, msgspec.DecodeError):

@@ -9,7 +9,9 @@ nothing here imports a framework.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from turnstore.records.base import json_loads
 
 SEPARATOR = "."
 """What joins a namespace's labels in the stored column; a label cannot hold it."""
@@ -65,6 +67,14 @@ class MemoryRow(NamedTuple):
     expires_at_ms: int | None
     ttl_ms: int | None
     owner_id: str | None = None
+
+    def decoded_value(self) -> Any:
+        """The value as Python's `json` decodes it (a `NaN` in it too), or the stored text
+        itself when it is not JSON (an item put without its words searched may hold any)."""
+        try:
+            return json_loads(self.value_json)
+        except ValueError:
+            return self.value_json
 
 
 class MemoryGet(NamedTuple):

@@ -136,67 +136,42 @@ def check_memory_conflict(on_conflict: OnConflict, namespace: str, key: str) -> 
         )
 
 
-def check_memory_item(
-    number: int,
-    namespace: str,
-    key: str,
-    owner_id: str | None,
-    ttl_ms: int | None,
-    expires_at_ms: int | None,
-    value_json: str,
-    searched: bool,
-) -> None:
-    """Refuse an imported memory item (line `number`) no put could have written: a namespace
-    or key the store cannot key by, a time to live without an expiry (or the reverse), a
-    value a put would refuse (not text, or, searched by its words, not JSON), an owner that
-    is not an identifier."""
-    problem = _memory_problem(namespace, key, owner_id, ttl_ms, expires_at_ms, value_json, searched)
+def check_memory_item(number: int, item: MemoryItemCopy) -> None:
+    """Refuse an imported memory item (line `number`) no put could have written."""
+    problem = _memory_problem(item)
     if problem is not None:
-        raise InvalidInput(
-            f"export line {number}: memory item {key!r} in {namespace!r} has {problem}"
-        )
-
-
-def _memory_problem(
-    namespace: str,
-    key: str,
-    owner_id: str | None,
-    ttl_ms: int | None,
-    expires_at_ms: int | None,
-    value_json: str,
-    searched: bool,
-) -> str | None:
-    try:
-        memory_names.namespace(tuple(namespace.split(SEPARATOR)))
-        memory_names.key(key)
-        optional_identifier(owner_id, "owner ID")
-    except InvalidInput as error:
-        return f"a place no put could write ({error})"
-    if (ttl_ms is None) != (expires_at_ms is None) or (ttl_ms is not None and ttl_ms <= 0):
-        return "a time to live and an expiry that disagree"
-    try:
-        identifier(value_json, "memory value")
-        if searched:
-            # A put searched by its words takes only what its words can be read from.
-            memory_value(value_json)
-    except InvalidInput as error:
-        return f"a value no put could write ({error})"
-    return None
+        raise InvalidInput(f"export line {number}: {problem}")
 
 
 def check_memory_copy(item: MemoryItemCopy) -> None:
     """Refuse an item another store held that no put could write (`import_memory_items`)."""
+    problem = _memory_problem(item)
+    if problem is not None:
+        raise InvalidInput(problem)
+
+
+def _memory_problem(item: MemoryItemCopy) -> str | None:
+    """Why no put could have written `item`: a namespace or key the store cannot key by, an
+    owner that is not an identifier, a time to live without an expiry (or the reverse), a
+    value a put would refuse (not text, or, searched by its words, not JSON); None if none."""
+    where = f"memory item {item.key!r} in {SEPARATOR.join(map(str, item.namespace))!r} has"
     try:
         memory_names.namespace(item.namespace)
+        memory_names.key(item.key)
+        optional_identifier(item.owner_id, "owner ID")
     except InvalidInput as error:
-        raise InvalidInput(f"memory item {item.key!r}: {error}") from None
-    text = SEPARATOR.join(item.namespace)
-    problem = _memory_problem(
-        text, item.key, item.owner_id, item.ttl_ms, item.expires_at_ms, item.value_json,
-        item.searched,
-    )  # fmt: skip
-    if problem is not None:
-        raise InvalidInput(f"memory item {item.key!r} in {text!r} has {problem}")
+        return f"{where} a place no put could write ({error})"
+    ttl_ms, expires_at_ms = item.ttl_ms, item.expires_at_ms
+    if (ttl_ms is None) != (expires_at_ms is None) or (ttl_ms is not None and ttl_ms <= 0):
+        return f"{where} a time to live and an expiry that disagree"
+    try:
+        identifier(item.value_json, "memory value")
+        if item.searched:
+            # A put searched by its words takes only what its words can be read from.
+            memory_value(item.value_json)
+    except InvalidInput as error:
+        return f"{where} a value no put could write ({error})"
+    return None
 
 
 def check_vector_follows(

@@ -12,7 +12,7 @@ import hashlib
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -378,26 +378,39 @@ def _check_owner(table: Table, record: Any, allowed: set[str], number: int) -> N
 
 
 SPOOL_BYTES = 8 << 20
-"""A tree's lines are held in memory up to this size, then in a temporary file."""
+"""A tree's or a memory section's lines are held in memory up to this size, then in a
+temporary file."""
 
 
-def export_tree(tx: Tx, root: str, out: IO[bytes]) -> tuple[list[str], int]:
-    """Write one tree (its `tree` line, then its rows) to `out`; its sessions and row count."""
-    ids = tree(tx, root)
-    check_export_tree(ids, root)
+def write_digested(
+    out: IO[bytes], records: Iterable[msgspec.Struct], header: Callable[[int, str], msgspec.Struct]
+) -> int:
+    """Write `header(count, digest)` and then `records`, one line each, to `out`: the header
+    gives the rows' count and SHA-256, so the rows are spooled while they are computed; the
+    count."""
     digest = hashlib.sha256()
     count = 0
-    # The tree line gives the rows' digest, so the rows are spooled while it is computed.
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        for record in tree_records(tx, ids):
+        for record in records:
             line = ENCODER.encode(record)
             digest.update(line)
             digest.update(b"\n")
             spool.write(line)
             spool.write(b"\n")
             count += 1
-        header = TreeHeader(root=root, session_ids=ids, row_count=count, digest=digest.hexdigest())
-        out.write(ENCODER.encode(header) + b"\n")
+        out.write(ENCODER.encode(header(count, digest.hexdigest())) + b"\n")
         spool.seek(0)
         shutil.copyfileobj(spool, out)
+    return count
+
+
+def export_tree(tx: Tx, root: str, out: IO[bytes]) -> tuple[list[str], int]:
+    """Write one tree (its `tree` line, then its rows) to `out`; its sessions and row count."""
+    ids = tree(tx, root)
+    check_export_tree(ids, root)
+    count = write_digested(
+        out,
+        tree_records(tx, ids),
+        lambda rows, digest: TreeHeader(root=root, session_ids=ids, row_count=rows, digest=digest),
+    )
     return ids, count

@@ -12,10 +12,9 @@ is replaced). An item's words are indexed again by the database that imports it.
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import IO, Any, NamedTuple
 
 import msgspec
@@ -31,6 +30,7 @@ from turnstore.rules.transfer import (
     check_vector_follows,
 )
 from turnstore.schema.ddl import MIGRATIONS
+from turnstore.scripts.transfer import write_digested
 from turnstore.scripts.transfer_rows import (
     ENCODER,
     FORMAT_VERSION,
@@ -47,8 +47,6 @@ from turnstore.scripts.transfer_rows import (
 
 SECTION_ITEMS = 500
 """Items in one section: one read snapshot on export, one transaction on import."""
-SPOOL_BYTES = 8 << 20
-"""A section's lines are held in memory up to this size, then in a temporary file."""
 _TABLES = {table.name: table for table in MEMORY_TABLES}
 
 
@@ -123,32 +121,30 @@ class Section(NamedTuple):
     last: tuple[str, str] | None
 
 
-def section_records(
-    tx: Tx, owner_id: str | None, after: tuple[str, str] | None
-) -> Iterator[tuple[msgspec.Struct, tuple[str, str] | None]]:
-    """The rows of the next section: up to `SECTION_ITEMS` live items after `after` (of
-    `owner_id`, if given), each with its key, followed by its vectors (with None)."""
+def _section_items(tx: Tx, owner_id: str | None, after: tuple[str, str] | None) -> list[ItemLine]:
+    """Up to `SECTION_ITEMS` live items after `after` (of `owner_id`, if given), in key order."""
     sql = tx.sql(MemoryTransferSql)
     owned = () if owner_id is None else (owner_id,)
     if after is None:
         query = sql.first if owner_id is None else sql.owned_first
-        items = tx.rows(query, (*owned, SECTION_ITEMS))
-    else:
-        query = sql.after if owner_id is None else sql.owned_after
-        items = tx.rows(query, (*owned, *after, SECTION_ITEMS))
-    if not items:
-        return
+        return tx.rows(query, (*owned, SECTION_ITEMS))
+    query = sql.after if owner_id is None else sql.owned_after
+    return tx.rows(query, (*owned, *after, SECTION_ITEMS))
+
+
+def section_records(tx: Tx, items: list[ItemLine]) -> Iterator[msgspec.Struct]:
+    """The rows of a section of `items` (a range of the key): each item's, then its vectors'."""
     wanted = {(item.namespace, item.item_key) for item in items}
     vectors: dict[tuple[str, str], list[VectorLine]] = {}
     first, last = items[0], items[-1]
     span = (first.namespace, first.item_key, last.namespace, last.item_key)
-    for vector in tx.rows(sql.vectors_between, span):
+    for vector in tx.rows(tx.sql(MemoryTransferSql).vectors_between, span):
         if (vector.namespace, vector.item_key) in wanted:
             vectors.setdefault((vector.namespace, vector.item_key), []).append(vector)
     for item in items:
-        yield to_record(MEMORY_ITEMS, item), (item.namespace, item.item_key)
+        yield to_record(MEMORY_ITEMS, item)
         for vector in vectors.get((item.namespace, item.item_key), ()):
-            yield to_record(MEMORY_VECTORS, vector), None
+            yield to_record(MEMORY_VECTORS, vector)
 
 
 def export_section(
@@ -156,26 +152,15 @@ def export_section(
 ) -> Section:
     """Write the next section (its `memory` line, then its rows) to `out`, if any item is
     left after `after`; what it held."""
-    digest = hashlib.sha256()
-    items = rows = 0
-    last: tuple[str, str] | None = None
-    # The memory line gives the rows' digest, so the rows are spooled while it is computed.
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        for record, key in section_records(tx, owner_id, after):
-            line = ENCODER.encode(record)
-            digest.update(line)
-            digest.update(b"\n")
-            spool.write(line)
-            spool.write(b"\n")
-            rows += 1
-            if key is not None:
-                items, last = items + 1, key
-        if items:
-            header = MemoryHeader(item_count=items, row_count=rows, digest=digest.hexdigest())
-            out.write(ENCODER.encode(header) + b"\n")
-            spool.seek(0)
-            shutil.copyfileobj(spool, out)
-    return Section(items, rows, last)
+    items = _section_items(tx, owner_id, after)
+    if not items:
+        return Section(0, 0, None)
+    rows = write_digested(
+        out,
+        section_records(tx, items),
+        lambda count, digest: MemoryHeader(item_count=len(items), row_count=count, digest=digest),
+    )
+    return Section(len(items), rows, (items[-1].namespace, items[-1].item_key))
 
 
 @dataclass
@@ -218,16 +203,7 @@ def read_section(header: MemoryHeader, source: Any) -> ReadSection:
         rows += 1
         if table is MEMORY_ITEMS:
             line = ItemLine(*to_params(table, record))
-            check_memory_item(
-                source.number,
-                line.namespace,
-                line.item_key,
-                line.owner_id,
-                line.ttl_ms,
-                line.expires_at_ms,
-                line.value_json,
-                line.searched,
-            )
+            check_memory_item(source.number, _copy_of(line))
             items.append(_Item(line))
             continue
         vector = VectorLine(*to_params(table, record))
@@ -272,47 +248,60 @@ def _write(tx: Tx, item: _Item, on_conflict: OnConflict, outcome: MemoryOutcome)
     tx.dialect.memory_text.put(tx, put, line.searched)
     # The put stamps the database's time; the item keeps the times it was exported with.
     tx.run(sql.times, (line.created_at_ms, line.updated_at_ms, line.expires_at_ms, *key))
-    tx.run(sql.drop_vectors, key)
+    if held is not None:
+        tx.run(sql.drop_vectors, key)
     if item.vectors:
         tx.many(sql.add_vector, item.vectors)
     outcome.written += 1
 
 
+def _copy_of(line: ItemLine) -> MemoryItemCopy:
+    """An item row as the item it holds."""
+    return MemoryItemCopy(
+        tuple(line.namespace.split(SEPARATOR)),
+        line.item_key,
+        line.value_json,
+        line.created_at_ms,
+        line.updated_at_ms,
+        line.owner_id,
+        line.ttl_ms,
+        line.expires_at_ms,
+        line.searched,
+    )
+
+
+def _line_of(item: MemoryItemCopy) -> ItemLine:
+    """An item another store held as its row; `InvalidInput` if no put could write it."""
+    check_memory_copy(item)
+    namespace = SEPARATOR.join(item.namespace)
+    return ItemLine(
+        namespace,
+        item.key,
+        item.owner_id,
+        item.value_json,
+        item.created_at_ms,
+        item.updated_at_ms,
+        item.ttl_ms,
+        item.expires_at_ms,
+        item.searched,
+    )
+
+
 def write_items(out: IO[bytes], items: Iterable[MemoryItemCopy]) -> int:
     """Write `items` to `out` as an export file of memory sections alone (`SECTION_ITEMS` to a
     section, in the order given); how many. An item no put could write raises `InvalidInput`
-    before anything is imported."""
+    before its section is written."""
     header = ExportHeader(format_version=FORMAT_VERSION, schema_version=len(MIGRATIONS))
     out.write(ENCODER.encode(header) + b"\n")
     count = rows = 0
-    batch: list[bytes] = []
+    given = iter(items)
+    while lines := [_line_of(item) for item in islice(given, SECTION_ITEMS)]:
+        count += len(lines)
 
-    def flush() -> None:
-        digest = hashlib.sha256(b"".join(batch)).hexdigest()
-        section = MemoryHeader(item_count=len(batch), row_count=len(batch), digest=digest)
-        out.write(ENCODER.encode(section) + b"\n")
-        out.write(b"".join(batch))
-        batch.clear()
+        def section(written: int, digest: str) -> MemoryHeader:
+            return MemoryHeader(item_count=len(lines), row_count=written, digest=digest)
 
-    for item in items:
-        check_memory_copy(item)
-        line = ItemLine(
-            SEPARATOR.join(item.namespace),
-            item.key,
-            item.owner_id,
-            item.value_json,
-            item.created_at_ms,
-            item.updated_at_ms,
-            item.ttl_ms,
-            item.expires_at_ms,
-            item.searched,
-        )
-        batch.append(ENCODER.encode(to_record(MEMORY_ITEMS, line)) + b"\n")
-        count, rows = count + 1, rows + 1
-        if len(batch) == SECTION_ITEMS:
-            flush()
-    if batch:
-        flush()
+        rows += write_digested(out, (to_record(MEMORY_ITEMS, line) for line in lines), section)
     end = ExportEnd(tree_count=0, row_count=rows, memory_item_count=count)
     out.write(ENCODER.encode(end) + b"\n")
     return count

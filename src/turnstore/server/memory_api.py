@@ -21,7 +21,6 @@ from turnstore.records.memory import (
     MemorySearch,
     namespace_of,
 )
-from turnstore.seam import json_loads
 from turnstore.server import params
 from turnstore.server.api import Endpoint, Param, settings_of, store_of
 from turnstore.server.params import ApiError, json_response
@@ -137,21 +136,12 @@ async def namespaces(request: Request) -> Response:
     return json_response(MemoryCatalogBody(namespaces=found, next_after=following))
 
 
-def shown_value(value_json: str) -> Any:
-    """A stored value as JSON can carry it: decoded as Python's `json` decodes it (`NaN` then
-    becomes null on the way out), or the text itself when it is not JSON."""
-    try:
-        return json_loads(value_json)
-    except ValueError:
-        return value_json
-
-
 def _item(row: MemoryRow) -> MemoryItemBody:
     return MemoryItemBody(
         namespace=list(namespace_of(row.namespace)),
         key=row.key,
         owner_id=row.owner_id,
-        value=shown_value(row.value_json),
+        value=row.decoded_value(),
         value_json=row.value_json,
         created_at_ms=row.created_at_ms,
         updated_at_ms=row.updated_at_ms,
